@@ -1,0 +1,424 @@
+//! Shared harness: real `redis-server` processes on 127.0.0.1, each with its
+//! own free port and temporary directory, killed when dropped.
+//!
+//! - `REDIS_SERVER` picks the server binary (default: `redis-server` on PATH).
+//! - `MSETEX_MODULE` picks the module (default: target/release/libmsetex.so,
+//!   which `make test` builds first).
+//! - `MSETEX_KEEP_TMP=1` keeps the temporary directories for inspection.
+
+#![allow(dead_code)] // each test file uses a different part of the harness
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+pub use redis::{Connection, RedisError, Value};
+
+/// How long a server may take to answer PING after it is spawned.
+const START_DEADLINE: Duration = Duration::from_secs(15);
+/// Attempts with a new port when the chosen one was taken meanwhile.
+const PORT_ATTEMPTS: usize = 5;
+
+/// Path of the module library under test.
+pub fn module_path() -> PathBuf {
+    let path = std::env::var_os("MSETEX_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libmsetex.so")
+        });
+    assert!(
+        path.is_file(),
+        "module not found at {} (run `make build` first, or set MSETEX_MODULE)",
+        path.display()
+    );
+    path
+}
+
+fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+}
+
+/// A fresh, empty directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "msetex-{label}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("MSETEX_KEEP_TMP").is_none() {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// How to start a server.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Load the module with `loadmodule` (with these arguments).
+    pub module: Option<Vec<String>>,
+    /// Extra redis.conf lines.
+    pub lines: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            module: Some(Vec::new()),
+            lines: Vec::new(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// A server without the module.
+    pub fn without_module() -> Self {
+        ServerConfig {
+            module: None,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Adds a redis.conf line, e.g. `"appendonly yes"`.
+    pub fn line(mut self, line: &str) -> Self {
+        self.lines.push(line.to_owned());
+        self
+    }
+
+    /// Passes arguments to the module after its path in `loadmodule`.
+    pub fn module_args(mut self, args: &[&str]) -> Self {
+        self.module = Some(args.iter().map(|s| (*s).to_owned()).collect());
+        self
+    }
+
+    pub fn start(self) -> Server {
+        Server::start_with(self, TempDir::new("srv"))
+    }
+}
+
+/// A running redis-server, killed on drop. Its directory survives
+/// [`Server::restart`] and [`Server::kill`], so persistence can be tested.
+pub struct Server {
+    child: Option<Child>,
+    port: u16,
+    config: ServerConfig,
+    dir: TempDir,
+}
+
+impl Server {
+    /// A server with the module loaded and default settings.
+    pub fn start() -> Server {
+        ServerConfig::default().start()
+    }
+
+    pub fn start_with(config: ServerConfig, dir: TempDir) -> Server {
+        let mut server = Server {
+            child: None,
+            port: 0,
+            config,
+            dir,
+        };
+        server.spawn();
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A new connection with a read timeout, so a stuck test fails.
+    pub fn client(&self) -> Connection {
+        let client = redis::Client::open(self.url()).expect("client url");
+        let con = client
+            .get_connection_with_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("connect to {}: {e}\n{}", self.url(), self.log()));
+        con.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("set read timeout");
+        con
+    }
+
+    /// The server log so far (printed by failing start-ups).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir().join("redis.log")).unwrap_or_default()
+    }
+
+    /// SIGKILL, as in a crash: nothing is flushed that was not already.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops (SIGKILL) and starts again on the same directory and config.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Replaces redis.conf lines for the next start (e.g. drop the module).
+    pub fn set_config(&mut self, config: ServerConfig) {
+        self.config = config;
+    }
+
+    fn write_config(&self, port: u16) -> PathBuf {
+        let dir = self.dir();
+        let mut conf = format!(
+            "port {port}\nbind 127.0.0.1\nprotected-mode yes\ndaemonize no\n\
+             dir {dir}\nlogfile {dir}/redis.log\nsave \"\"\nappendonly no\n\
+             enable-module-command yes\nenable-debug-command yes\n\
+             repl-diskless-sync-delay 0\n",
+            dir = dir.display()
+        );
+        if let Some(args) = &self.config.module {
+            conf.push_str(&format!("loadmodule {}", module_path().display()));
+            for arg in args {
+                conf.push(' ');
+                conf.push_str(arg);
+            }
+            conf.push('\n');
+        }
+        for line in &self.config.lines {
+            conf.push_str(line);
+            conf.push('\n');
+        }
+        let path = dir.join("redis.conf");
+        fs::write(&path, conf).expect("write redis.conf");
+        path
+    }
+
+    fn spawn(&mut self) {
+        let mut last_error = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            let conf = self.write_config(port);
+            let log_mark = self.log().len();
+            let mut child = Command::new(server_binary())
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot run {} ({e}): install redis-server or set REDIS_SERVER",
+                        server_binary()
+                    )
+                });
+            match wait_until_ready(&mut child, port) {
+                Ok(()) => {
+                    self.child = Some(child);
+                    self.port = port;
+                    return;
+                }
+                Err(reason) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let log = self.log();
+                    let new_log = log.get(log_mark..).unwrap_or(&log).to_owned();
+                    if new_log.contains("Address already in use") {
+                        last_error = new_log;
+                        continue; // another test took the port first
+                    }
+                    panic!("redis-server on port {port} {reason}; its log:\n{new_log}");
+                }
+            }
+        }
+        panic!("no free port after {PORT_ATTEMPTS} attempts; last log:\n{last_error}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("bind an ephemeral port")
+}
+
+/// Polls PING until the server answers, exits, or the deadline passes.
+fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + START_DEADLINE;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited during start-up ({status})"));
+        }
+        if ping(port) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("did not answer PING within {START_DEADLINE:?}"));
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
+/// True when the server answers `+PONG` (not `-LOADING`).
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("+PONG")
+}
+
+/// Runs one command given as byte strings; returns the raw reply.
+pub fn exec<A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> Result<Value, RedisError> {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(arg.as_ref());
+    }
+    cmd.query(con)
+}
+
+/// Runs a command that must succeed and converts its reply.
+pub fn q<T: redis::FromRedisValue, A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> T {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(arg.as_ref());
+    }
+    cmd.query(con).unwrap_or_else(|e| {
+        let printable: Vec<String> = args
+            .iter()
+            .map(|a| String::from_utf8_lossy(a.as_ref()).into_owned())
+            .collect();
+        panic!("{printable:?} failed: {}", error_text(&e))
+    })
+}
+
+/// The full error line the server sent, e.g. `ERR value is not an integer ...`.
+pub fn error_text(error: &RedisError) -> String {
+    match (error.code(), error.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_owned(),
+        _ => error.to_string(),
+    }
+}
+
+/// Runs a command that must fail, and returns the error line.
+pub fn err<A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> String {
+    match exec(con, args) {
+        Ok(value) => panic!("expected an error, got {value:?}"),
+        Err(e) => error_text(&e),
+    }
+}
+
+/// One key as [`snapshot`] sees it: name, type, DUMP payload, PEXPIRETIME.
+pub type KeyState = (Vec<u8>, String, Option<Vec<u8>>, i64);
+
+/// A snapshot of every key, sorted by name. Comparing two snapshots proves
+/// that a call changed nothing.
+pub fn snapshot(con: &mut Connection) -> Vec<KeyState> {
+    let mut keys: Vec<Vec<u8>> = q(con, &["KEYS", "*"]);
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let kind: String = q(con, &[b"TYPE".as_slice(), &key]);
+            let dump: Option<Vec<u8>> = q(con, &[b"DUMP".as_slice(), &key]);
+            let deadline: i64 = q(con, &[b"PEXPIRETIME".as_slice(), &key]);
+            (key, kind, dump, deadline)
+        })
+        .collect()
+}
+
+/// Polls `check` until it returns true or `timeout` passes.
+pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
+/// Unix time in milliseconds on this machine (same clock as the servers).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// One field of an INFO section, e.g. `info_field(con, "replication", "role")`.
+pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<String> {
+    let info: String = q(con, &["INFO", section]);
+    let prefix = format!("{field}:");
+    info.lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .map(|value| value.trim().to_owned())
+}
+
+/// Starts a replica of `primary` (module loaded or not, per `config`) and
+/// waits until its link is up and the initial sync is done.
+pub fn start_replica(primary: &Server, config: ServerConfig) -> Server {
+    let replica = config
+        .line(&format!("replicaof 127.0.0.1 {}", primary.port()))
+        .start();
+    let mut con = replica.client();
+    let up = eventually(std::time::Duration::from_secs(20), || {
+        info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert!(up, "replica never synced; its log:\n{}", replica.log());
+    replica
+}
+
+/// Blocks until every write so far reached `replicas` replicas.
+pub fn wait_for_replicas(primary: &mut Connection, replicas: i64) {
+    let acked: i64 = q(primary, &["WAIT", &replicas.to_string(), "10000"]);
+    assert!(acked >= replicas, "only {acked} replicas acknowledged");
+}
+
+/// The value and PEXPIRETIME of each key, for comparing two servers.
+pub fn values_and_deadlines(con: &mut Connection, keys: &[&[u8]]) -> Vec<(Option<Vec<u8>>, i64)> {
+    keys.iter()
+        .map(|key| {
+            let value: Option<Vec<u8>> = q(con, &[b"GET".as_slice(), key]);
+            let deadline: i64 = q(con, &[b"PEXPIRETIME".as_slice(), key]);
+            (value, deadline)
+        })
+        .collect()
+}

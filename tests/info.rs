@@ -1,0 +1,25 @@
+//! `INFO msetex`: counters since the module was loaded.
+
+mod common;
+
+use common::*;
+
+fn counter(con: &mut Connection, field: &str) -> i64 {
+    info_field(con, "msetex", field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("INFO msetex lacks {field}"))
+}
+
+#[test]
+fn counts_calls_keys_and_errors() {
+    let server = Server::start();
+    let mut con = server.client();
+    assert_eq!(counter(&mut con, "msetex_calls"), 0);
+    q::<(), _>(&mut con, &["MSETEX", "60", "a", "1", "b", "2", "c", "3"]);
+    q::<(), _>(&mut con, &["MSETEX", "60", "a", "x"]);
+    let _ = exec(&mut con, &["MSETEX", "0", "a", "1"]);
+    let _ = exec(&mut con, &["MSETEX", "60", "a"]);
+    assert_eq!(counter(&mut con, "msetex_calls"), 4);
+    assert_eq!(counter(&mut con, "msetex_keys_set"), 4);
+    assert_eq!(counter(&mut con, "msetex_errors"), 2);
+}

@@ -1,0 +1,141 @@
+//! Keyspace notifications: per key, `set` then `expire`, exactly like a
+//! sequence of `SET key value EX seconds`.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+/// Runs `write` and returns the (event, key) pairs it published.
+fn events_of(server: &Server, write: impl FnOnce(&mut Connection)) -> Vec<(String, String)> {
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").expect("psubscribe");
+    let mut con = server.client();
+    write(&mut con);
+    // A marker event tells us every earlier event has been delivered.
+    q::<i64, _>(&mut con, &["DEL", "end-marker"]);
+    q::<(), _>(&mut con, &["SET", "end-marker", "1"]);
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut events = Vec::new();
+    loop {
+        let msg = pubsub.get_message().expect("event before the marker");
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_owned();
+        let key: String = msg.get_payload().expect("key payload");
+        if key == "end-marker" {
+            return events;
+        }
+        events.push((event, key));
+    }
+}
+
+/// KEA: every class of event (the `n` class is the test below).
+fn start_notifying() -> Server {
+    ServerConfig::default()
+        .line("notify-keyspace-events KEA")
+        .start()
+}
+
+fn seed(con: &mut Connection) {
+    q::<(), _>(con, &["SET", "n:same", "1234567", "EX", "100"]);
+    q::<i64, _>(con, &["RPUSH", "n:list", "x"]);
+}
+
+#[test]
+fn set_then_expire_per_key_like_set_ex() {
+    let server = start_notifying();
+    // new key, same-length overwrite, integer, other type, repeated key
+    let pairs = [
+        ("n:new", "value"),
+        ("n:same", "abcdefg"),
+        ("n:int", "42"),
+        ("n:list", "now-a-string"),
+        ("n:new", "again"),
+    ];
+    let ours = events_of(&server, |con| {
+        seed(con);
+        let mut args = vec!["MSETEX", "60"];
+        for (k, v) in pairs {
+            args.extend([k, v]);
+        }
+        q::<(), _>(con, &args);
+    });
+    let mut reference_server = start_notifying();
+    let reference = events_of(&reference_server, |con| {
+        seed(con);
+        for (k, v) in pairs {
+            q::<(), _>(con, &["SET", k, v, "EX", "60"]);
+        }
+    });
+    reference_server.kill();
+    assert_eq!(ours, reference);
+    // And the shape, spelled out for the first key.
+    let first: Vec<(String, String)> = ours
+        .iter()
+        .filter(|(_, key)| key == "n:new")
+        .cloned()
+        .collect();
+    let expected = [
+        ("set", "n:new"),
+        ("expire", "n:new"),
+        ("set", "n:new"),
+        ("expire", "n:new"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(e, k)| (e.to_string(), k.to_string()))
+        .collect();
+    assert_eq!(first, expected);
+}
+
+#[test]
+fn a_refused_call_notifies_nothing() {
+    let server = start_notifying();
+    let events = events_of(&server, |con| {
+        assert!(exec(con, &["MSETEX", "0", "a", "1"]).is_err());
+        assert!(exec(con, &["MSETEX", "x", "a", "1"]).is_err());
+        assert!(exec(con, &["MSETEX", "1", "a"]).is_err());
+    });
+    assert_eq!(events, []);
+}
+
+#[test]
+fn new_keys_report_new_before_set() {
+    // With the opt-in `n` class, a key that did not exist reports `new`
+    // first, as with SET. (A key replaced by a value of another type or
+    // length is deleted and re-added, so it may report `new` too: see the
+    // README.)
+    let server = ServerConfig::default()
+        .line("notify-keyspace-events KEAn")
+        .start();
+    let events = events_of(&server, |con| {
+        q::<(), _>(con, &["SET", "n:old", "abc", "EX", "100"]);
+        q::<(), _>(
+            con,
+            &["MSETEX", "60", "n:fresh", "v", "n:old", "xyz", "n:num", "7"],
+        );
+    });
+    let expected = [
+        ("new", "n:old"),
+        ("set", "n:old"),
+        ("expire", "n:old"),
+        ("new", "n:fresh"),
+        ("set", "n:fresh"),
+        ("expire", "n:fresh"),
+        ("set", "n:old"),
+        ("expire", "n:old"),
+        ("new", "n:num"),
+        ("set", "n:num"),
+        ("expire", "n:num"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(e, k)| (e.to_string(), k.to_string()))
+        .collect();
+    assert_eq!(events, expected);
+}

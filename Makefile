@@ -1,0 +1,36 @@
+# redis-msetex: `make help` lists the targets.
+
+SHELL  := /bin/bash
+CARGO  ?= cargo
+PORT   ?= 6379
+MODULE := target/release/libmsetex.so
+
+.DEFAULT_GOAL := help
+.PHONY: help deps build test run lint clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## Install what is missing (redis-server, redis-tools, libclang-dev; apt-get when root)
+	@scripts/deps.sh
+
+build: deps ## Build the module: target/release/libmsetex.so
+	$(CARGO) build --release --locked
+	@echo "built $(MODULE)"
+
+test: build ## Build, then run the unit and integration tests (real redis-server processes)
+	$(CARGO) test --release --locked
+
+run: build ## Start redis-server in the foreground with ./redis.conf (MSETEX loaded) on PORT
+	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
+		echo "port $(PORT) is in use (another redis-server?): stop it, or run 'make run PORT=6380'"; \
+		exit 1; \
+	fi
+	redis-server ./redis.conf --port $(PORT)
+
+lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+clean: ## Remove build output
+	$(CARGO) clean

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what building and testing msetex needs and is missing:
+#   redis-server, redis-tools (redis-cli, redis-benchmark) and libclang-dev
+#   (bindgen, used by the redis-module crate, needs libclang at build time).
+# On Debian/Ubuntu as root it runs apt-get; otherwise it names the packages.
+set -euo pipefail
+
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "msetex: cargo not found: install Rust (https://rustup.rs) and retry." >&2
+    exit 1
+fi
+
+if command -v dpkg-query >/dev/null 2>&1; then
+    for pkg in redis-server redis-tools libclang-dev; do
+        have_pkg "$pkg" || need+=("$pkg")
+    done
+else
+    command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+    command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+    ls /usr/lib/llvm-*/lib/libclang.so /usr/lib*/libclang.so >/dev/null 2>&1 || need+=(libclang-dev)
+fi
+
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "msetex: missing packages: ${need[*]}" >&2
+    echo "        install them (Debian: sudo apt-get install -y ${need[*]}) and retry." >&2
+    exit 1
+fi
+
+service_was_active=no
+systemctl is-active --quiet redis-server 2>/dev/null && service_was_active=yes
+
+echo "msetex: installing ${need[*]} with apt-get"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends "${need[@]}" ||
+    { apt-get update && apt-get install -y --no-install-recommends "${need[@]}"; }
+
+# Debian starts the packaged redis-server on port 6379 right after
+# installing it. We installed it only to run tests and `make run`, which
+# wants that port: stop the service we caused, never one that was running.
+if [ "$service_was_active" = no ] && systemctl is-active --quiet redis-server 2>/dev/null; then
+    echo "msetex: stopping and disabling the redis-server service Debian just started (port 6379)"
+    systemctl disable --now redis-server || true
+fi

@@ -23,7 +23,7 @@ test: build ## Build, then run the unit and integration tests (real redis-server
 
 run: build ## Start redis-server in the foreground with ./redis.conf (MSETEX loaded) on PORT
 	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
-		echo "port $(PORT) is in use (another redis-server?): stop it, or run 'make run PORT=6380'"; \
+		echo "port $(PORT) is in use (another redis-server?): stop it, or pick another port: make run PORT=<port>"; \
 		exit 1; \
 	fi
 	redis-server ./redis.conf --port $(PORT)

@@ -3,10 +3,11 @@
 SHELL  := /bin/bash
 CARGO  ?= cargo
 PORT   ?= 6379
+ROUNDS ?= 5
 MODULE := target/release/libmsetex.so
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test run lint clean
+.PHONY: help deps build test run lint bench clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +32,9 @@ run: build ## Start redis-server in the foreground with ./redis.conf (MSETEX loa
 lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+bench: build ## Benchmark against MSET, Lua and SETEX (ROUNDS=5); writes docs/BENCHMARKS.md
+	$(CARGO) run --release --locked --example bench -- --rounds $(ROUNDS)
 
 clean: ## Remove build output
 	$(CARGO) clean

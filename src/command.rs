@@ -1,5 +1,6 @@
-//! MSETEX itself: validate the whole call, then for each key write the value,
-//! set the deadline, notify and replicate, in the order `SET ... EX` does.
+//! MSETEX itself: validate the whole call, check NX/XX against every key,
+//! then for each key write the value, set the deadline, notify and
+//! replicate, in the order `SET ... PXAT` does.
 //!
 //! Atomicity comes from the server running one command at a time; the only
 //! thing we must guarantee is that an error reply means nothing was written,
@@ -8,8 +9,8 @@
 use std::ffi::CString;
 use std::sync::RwLock;
 
-use crate::ffi::{Arg, Ctx, EventClass, Key, OwnedString, Reply};
-use crate::parse::{self, ParseError, Request};
+use crate::ffi::{Arg, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply};
+use crate::parse::{self, Condition, ParseError, Request};
 use crate::{propagation, stats};
 
 /// The name the command was registered under, used in error texts the way
@@ -30,7 +31,7 @@ fn command_name() -> String {
         .unwrap_or_default()
 }
 
-/// `MSETEX seconds key value [key value ...]`
+/// `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]`
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     stats::record_call();
     let bytes: Vec<&[u8]> = args.iter().map(Arg::bytes).collect();
@@ -41,11 +42,17 @@ pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
             return Reply::Error(error_text(error));
         }
     };
-    let outcome = write_all(ctx, args, &request);
-    match outcome {
+    let pairs = args.get(request.first_key..).unwrap_or_default();
+    if !condition_holds(ctx, pairs, request.condition) {
+        return Reply::Integer(0);
+    }
+    match write_all(ctx, pairs, &request) {
         Ok(written) => {
             stats::record_keys(written);
-            Reply::Ok
+            match request.condition {
+                Condition::Always => Reply::Ok,
+                Condition::NoneExist | Condition::AllExist => Reply::Integer(1),
+            }
         }
         Err(error) => {
             stats::record_error();
@@ -53,6 +60,33 @@ pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
             Reply::Error(internal_error_text(&error))
         }
     }
+}
+
+/// Answers the server's "where are the keys" call (`getkeys-api`): the
+/// keys move with the options, so a fixed first/last/step cannot say. A
+/// call whose shape is invalid declares no keys and fails when it runs.
+pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
+    let bytes: Vec<&[u8]> = args.iter().map(Arg::bytes).collect();
+    if let Ok(layout) = parse::parse_layout(&bytes) {
+        for index in layout.key_indexes(bytes.len()) {
+            positions.key_at(index);
+        }
+    }
+}
+
+/// NX / XX: checks every key before anything is written. Keys are looked
+/// up as a write command does (a logically expired key counts as absent),
+/// without touching hit/miss statistics or signalling anything.
+fn condition_holds(ctx: &Ctx<'_>, pairs: &[Arg<'_>], condition: Condition) -> bool {
+    let wanted_empty = match condition {
+        Condition::Always => return true,
+        Condition::NoneExist => true,
+        Condition::AllExist => false,
+    };
+    pairs.iter().step_by(2).all(|key| {
+        ctx.open_key_for_write(*key)
+            .is_some_and(|handle| handle.is_empty() == wanted_empty)
+    })
 }
 
 /// The Redis error text for a refused call, as the server words it.
@@ -64,6 +98,7 @@ fn error_text(error: ParseError) -> CString {
                 command_name()
             )
         }
+        ParseError::Syntax => "ERR syntax error".to_owned(),
         ParseError::NotAnInteger => "ERR value is not an integer or out of range".to_owned(),
         ParseError::InvalidExpireTime => {
             format!("ERR invalid expire time in '{}' command", command_name())
@@ -100,9 +135,8 @@ impl std::fmt::Display for WriteError {
 }
 
 /// Writes and replicates every pair; returns how many keys were written.
-fn write_all(ctx: &Ctx<'_>, args: &[Arg<'_>], request: &Request) -> Result<usize, WriteError> {
+fn write_all(ctx: &Ctx<'_>, pairs: &[Arg<'_>], request: &Request) -> Result<usize, WriteError> {
     let replication = Replication::for_call(ctx, request.deadline_ms)?;
-    let pairs = args.get(request.first_key..).unwrap_or_default();
     let mut written_keys = 0;
     for (index, pair) in pairs.chunks_exact(2).enumerate() {
         if let [key, value] = pair {
@@ -170,7 +204,9 @@ enum Written {
     BySet,
 }
 
-/// Writes one key with its value and deadline and fires `set` then `expire`.
+/// Writes one key with its value and deadline, signals it modified (WATCH,
+/// client-side caching) and fires `set` then `expire`. A deadline already
+/// past leaves the key logically expired, exactly as `SET ... PXAT` does.
 fn write_key(
     ctx: &Ctx<'_>,
     key: Arg<'_>,
@@ -188,6 +224,7 @@ fn write_key(
     }
     let mut handle = ctx.open_key_for_write(key).ok_or("open the key")?;
     store_value(&mut handle, value)?;
+    ctx.signal_modified(key);
     ctx.notify(EventClass::String, c"set", key);
     if !handle.set_abs_expire(deadline_ms) {
         return Err("set the expiry");

@@ -27,6 +27,8 @@ macro_rules! module_api {
         pub struct Api {
             $( $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
             replicate: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int,
+            /// Redis 7.0+: declares a key with its access flags (for ACLs).
+            key_at_pos_with_flags: Option<unsafe extern "C" fn(*mut RedisModuleCtx, c_int, c_int)>,
             call: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> *mut RedisModuleCallReply,
         }
 
@@ -41,6 +43,7 @@ macro_rules! module_api {
                     Api {
                         $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
                         replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
+                        key_at_pos_with_flags: raw::RedisModule_KeyAtPosWithFlags,
                         call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
                     }
                 };
@@ -50,9 +53,8 @@ macro_rules! module_api {
     };
 }
 
-// Every function here exists since Redis 6.2 (SetAbsExpire since 6.2.2).
-// Functions are listed in the order of use: registration, keys, strings,
-// events and replication, replies, server state.
+// Every function here exists since Redis 6.2 (SetAbsExpire since 6.2.2);
+// newer ones are optional fields above and checked before use.
 module_api! {
     create_command = RedisModule_CreateCommand: fn(*mut RedisModuleCtx, *const c_char, raw::RedisModuleCmdFunc, *const c_char, c_int, c_int, c_int) -> c_int;
     open_key = RedisModule_OpenKey: fn(*mut RedisModuleCtx, *mut RedisModuleString, c_int) -> *mut RedisModuleKey;
@@ -70,12 +72,17 @@ module_api! {
     call_reply_type = RedisModule_CallReplyType: fn(*mut RedisModuleCallReply) -> c_int;
     free_call_reply = RedisModule_FreeCallReply: fn(*mut RedisModuleCallReply);
     reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
+    reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
     reply_with_error = RedisModule_ReplyWithError: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
     milliseconds = RedisModule_Milliseconds: fn() -> raw::mstime_t;
     register_info_func = RedisModule_RegisterInfoFunc: fn(*mut RedisModuleCtx, raw::RedisModuleInfoFunc) -> c_int;
     info_add_section = RedisModule_InfoAddSection: fn(*mut raw::RedisModuleInfoCtx, *const c_char) -> c_int;
     info_add_field_long_long = RedisModule_InfoAddFieldLongLong: fn(*mut raw::RedisModuleInfoCtx, *const c_char, c_longlong) -> c_int;
     info_add_field_c_string = RedisModule_InfoAddFieldCString: fn(*mut raw::RedisModuleInfoCtx, *const c_char, *const c_char) -> c_int;
+    set_module_options = RedisModule_SetModuleOptions: fn(*mut RedisModuleCtx, c_int);
+    signal_modified_key = RedisModule_SignalModifiedKey: fn(*mut RedisModuleCtx, *mut RedisModuleString) -> c_int;
+    is_keys_position_request = RedisModule_IsKeysPositionRequest: fn(*mut RedisModuleCtx) -> c_int;
+    key_at_pos = RedisModule_KeyAtPos: fn(*mut RedisModuleCtx, c_int);
     get_context_flags = RedisModule_GetContextFlags: fn(*mut RedisModuleCtx) -> c_int;
     replicate_verbatim = RedisModule_ReplicateVerbatim: fn(*mut RedisModuleCtx) -> c_int;
     subscribe_to_server_event = RedisModule_SubscribeToServerEvent: fn(*mut RedisModuleCtx, raw::RedisModuleEvent, raw::RedisModuleEventCallback) -> c_int;
@@ -127,6 +134,17 @@ pub fn log(ctx: *mut RedisModuleCtx, level: LogLevel, message: &str) {
     unsafe { log_fn(ctx, level.as_ptr(), c"%s".as_ptr(), text.as_ptr()) };
 }
 
+/// Stops `RedisModule_CloseKey` from signalling every key opened for
+/// writing as modified: MSETEX signals the keys it writes itself, and a
+/// NX/XX check that writes nothing must not fail other clients' WATCH.
+pub fn disable_implicit_signal(ctx: *mut RedisModuleCtx) -> Result<(), String> {
+    let api = API.get().ok_or("module API not initialised")?;
+    let option = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    // SAFETY: ctx is the load context.
+    unsafe { (api.set_module_options)(ctx, option) };
+    Ok(())
+}
+
 /// Registers `name` with the given flags and legacy key positions, routing
 /// calls to [`crate::command::msetex`].
 pub fn create_command(
@@ -176,19 +194,27 @@ unsafe extern "C" fn msetex_entry(
         api,
         _call: PhantomData,
     };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let argc = usize::try_from(argc).unwrap_or(0);
-        let args: Vec<Arg<'_>> = if argv.is_null() || argc == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: the server passes argc valid, non-null argument strings
-            // that live until this function returns; Arg borrows them for
-            // no longer than this call.
-            let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
-            raw_args.iter().map(|&ptr| call.arg(ptr)).collect()
-        };
-        crate::command::msetex(&call, &args)
-    }));
+    let argc = usize::try_from(argc).unwrap_or(0);
+    let args = || -> Vec<Arg<'_>> {
+        if argv.is_null() || argc == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the server passes argc valid, non-null argument strings
+        // that live until this function returns; Arg borrows them for no
+        // longer than this call.
+        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
+        raw_args.iter().map(|&ptr| call.arg(ptr)).collect()
+    };
+    // SAFETY: ctx is the context of this call.
+    if unsafe { (api.is_keys_position_request)(ctx) } != 0 {
+        // The server only wants to know where the keys are (cluster slot,
+        // ACL and COMMAND GETKEYS checks): this context has no client.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            crate::command::declare_keys(&KeyPositions { raw: ctx, api }, &args())
+        }));
+        return OK;
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(|| crate::command::msetex(&call, &args())));
     match outcome {
         Ok(reply) => call.reply(reply),
         Err(_) => {
@@ -202,11 +228,37 @@ unsafe extern "C" fn msetex_entry(
     }
 }
 
+/// A "where are the keys" call (flag `getkeys-api`): collects positions.
+pub struct KeyPositions {
+    raw: *mut RedisModuleCtx,
+    api: &'static Api,
+}
+
+impl KeyPositions {
+    /// Declares argv[`index`] a key that the command overwrites.
+    pub fn key_at(&self, index: usize) {
+        let Ok(pos) = c_int::try_from(index) else {
+            return;
+        };
+        let flags = raw::REDISMODULE_CMD_KEY_OW as c_int | raw::REDISMODULE_CMD_KEY_UPDATE as c_int;
+        // SAFETY: raw is a key-positions context; pos is within argv.
+        unsafe {
+            match self.api.key_at_pos_with_flags {
+                Some(with_flags) => with_flags(self.raw, pos, flags),
+                // Before Redis 7.0: no flags; ACLs then require full access.
+                None => (self.api.key_at_pos)(self.raw, pos),
+            }
+        }
+    }
+}
+
 /// What a command sends back to its client.
 #[derive(Debug)]
 pub enum Reply {
     /// `+OK`
     Ok,
+    /// `:n`
+    Integer(i64),
     /// `-<text>`; the text starts with the error code, e.g. `ERR ...`.
     Error(CString),
 }
@@ -264,7 +316,8 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.milliseconds)() }
     }
 
-    /// Opens `key` for writing. The handle closes (and signals WATCH) on drop.
+    /// Opens `key` for writing (a write command's lookup: no hit/miss
+    /// statistics, expired keys removed). The handle closes on drop.
     pub fn open_key_for_write(&self, key: Arg<'call>) -> Option<Key<'_>> {
         let mode = raw::REDISMODULE_READ as c_int | raw::REDISMODULE_WRITE as c_int;
         // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
@@ -335,6 +388,14 @@ impl<'call> Ctx<'call> {
         status == OK
     }
 
+    /// Tells WATCH and client-side caching that `key` changed. The module
+    /// turns off the implicit signal on closing a key (see
+    /// [`disable_implicit_signal`]) so that keys it only looks at stay quiet.
+    pub fn signal_modified(&self, key: Arg<'call>) {
+        // SAFETY: ctx and key are live for the call; always returns OK.
+        unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
+    }
+
     /// True when the AOF is on (or being turned on): replicated commands are
     /// then always kept, whatever [`crate::propagation`] knows.
     pub fn aof_on(&self) -> bool {
@@ -390,6 +451,7 @@ impl<'call> Ctx<'call> {
         unsafe {
             match reply {
                 Reply::Ok => (self.api.reply_with_simple_string)(self.raw, c"OK".as_ptr()),
+                Reply::Integer(n) => (self.api.reply_with_long_long)(self.raw, n),
                 Reply::Error(text) => (self.api.reply_with_error)(self.raw, text.as_ptr()),
             }
         }
@@ -419,8 +481,9 @@ impl Drop for OwnedString {
     }
 }
 
-/// A key opened for writing. Closing it (on drop) signals modified-key
-/// watchers (WATCH, client tracking), as the server's own writes do.
+/// A key opened for writing, closed on drop. Closing does not signal the
+/// key as modified (see [`disable_implicit_signal`]): writers call
+/// [`Ctx::signal_modified`].
 pub struct Key<'ctx> {
     raw: *mut RedisModuleKey,
     api: &'static Api,
@@ -428,6 +491,12 @@ pub struct Key<'ctx> {
 }
 
 impl Key<'_> {
+    /// True when the key does not exist (or has logically expired).
+    pub fn is_empty(&self) -> bool {
+        // SAFETY: raw is an open key handle.
+        unsafe { (self.api.key_type)(self.raw) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int }
+    }
+
     /// The length of the string value, or `None` if the key is empty or
     /// holds another type.
     pub fn string_len(&self) -> Option<usize> {

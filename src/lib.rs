@@ -20,9 +20,12 @@ use redis_module::{redis_module, Context, RedisString, Status};
 /// Name the command is registered under.
 const COMMAND_NAME: &std::ffi::CStr = c"msetex";
 /// `write`: refused on read-only replicas and counted as a write;
-/// `deny-oom`: refused (before running) when maxmemory is reached.
-const COMMAND_FLAGS: &std::ffi::CStr = c"write deny-oom";
-/// Keys are argv[2], argv[4], ... up to the last argument.
+/// `deny-oom`: refused (before running) when maxmemory is reached;
+/// `getkeys-api`: the command itself says where its keys are, since they
+/// move with the options.
+const COMMAND_FLAGS: &std::ffi::CStr = c"write deny-oom getkeys-api";
+/// Without options, keys are argv[2], argv[4], ... up to the last argument:
+/// what COMMAND INFO shows for clients that read first/last/step.
 const FIRST_KEY: i32 = 2;
 const LAST_KEY: i32 = -1;
 const KEY_STEP: i32 = 2;
@@ -52,6 +55,7 @@ fn register(ctx: &Context) -> Result<(), String> {
         LAST_KEY,
         KEY_STEP,
     )?;
+    ffi::disable_implicit_signal(ctx.ctx)?;
     ffi::register_info(ctx.ctx)?;
     let events = ffi::subscribe_propagation_events(ctx.ctx);
     propagation::set_events_subscribed(events);

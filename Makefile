@@ -6,8 +6,18 @@ PORT   ?= 6379
 ROUNDS ?= 5
 MODULE := target/release/libmsetex.so
 
+# make install: where Debian keeps Redis modules.
+PREFIX    ?= /usr
+DESTDIR   ?=
+MODULEDIR ?= $(PREFIX)/lib/redis/modules
+# make dist: a tarball named after the crate version and the target triple.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+TRIPLE  := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+DISTDIR ?= target/dist
+DISTNAME = msetex-$(VERSION)-$(TRIPLE)
+
 .DEFAULT_GOAL := help
-.PHONY: help deps build test run lint bench clean
+.PHONY: help deps build test run lint bench install install-files uninstall dist dist-files clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,6 +45,30 @@ lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
 
 bench: build ## Benchmark against MSET, Lua and SETEX (ROUNDS=5); writes docs/BENCHMARKS.md
 	$(CARGO) run --release --locked --example bench -- --rounds $(ROUNDS)
+
+install: build ## Install libmsetex.so in $(DESTDIR)$(MODULEDIR) (PREFIX=/usr)
+	@$(MAKE) --no-print-directory install-files
+
+# Redis 7+ refuses to load a module file without execute permission.
+install-files:
+	install -d "$(DESTDIR)$(MODULEDIR)"
+	install -m 0755 $(MODULE) "$(DESTDIR)$(MODULEDIR)/libmsetex.so"
+	@echo "installed $(DESTDIR)$(MODULEDIR)/libmsetex.so; add to redis.conf:"
+	@echo "loadmodule $(MODULEDIR)/libmsetex.so"
+
+uninstall: ## Remove the installed library
+	rm -f "$(DESTDIR)$(MODULEDIR)/libmsetex.so"
+
+dist: build ## Release tarball: $(DISTDIR)/msetex-<version>-<target>.tar.gz
+	@$(MAKE) --no-print-directory dist-files
+
+dist-files:
+	rm -rf "$(DISTDIR)/$(DISTNAME)"
+	mkdir -p "$(DISTDIR)/$(DISTNAME)"
+	cp $(MODULE) README.md LICENSE packaging/msetex.conf "$(DISTDIR)/$(DISTNAME)/"
+	tar -C "$(DISTDIR)" -czf "$(DISTDIR)/$(DISTNAME).tar.gz" "$(DISTNAME)"
+	rm -rf "$(DISTDIR)/$(DISTNAME)"
+	@echo "$(DISTDIR)/$(DISTNAME).tar.gz"
 
 clean: ## Remove build output
 	$(CARGO) clean

@@ -18,8 +18,18 @@ fn counts_calls_keys_and_errors() {
     q::<(), _>(&mut con, &["MSETEX", "60", "a", "1", "b", "2", "c", "3"]);
     q::<(), _>(&mut con, &["MSETEX", "60", "a", "x"]);
     let _ = exec(&mut con, &["MSETEX", "0", "a", "1"]);
+    let _ = exec(&mut con, &["MSETEX", "60", "a", "1", "b"]);
+    assert_eq!(counter(&mut con, "msetex_calls"), 4);
+    assert_eq!(counter(&mut con, "msetex_keys_set"), 4);
+    assert_eq!(counter(&mut con, "msetex_errors"), 2);
+    // Refused by the server before the module runs (arity below the
+    // declared minimum of 4): not counted.
     let _ = exec(&mut con, &["MSETEX", "60", "a"]);
     assert_eq!(counter(&mut con, "msetex_calls"), 4);
+    // NX that writes nothing: a call, no keys, no error.
+    let zero = exec(&mut con, &["MSETEX", "NX", "60", "a", "1"]).unwrap();
+    assert_eq!(zero, Value::Int(0));
+    assert_eq!(counter(&mut con, "msetex_calls"), 5);
     assert_eq!(counter(&mut con, "msetex_keys_set"), 4);
     assert_eq!(counter(&mut con, "msetex_errors"), 2);
 }

@@ -80,6 +80,8 @@ impl Drop for TempDir {
 pub struct ServerConfig {
     /// Load the module with `loadmodule` (with these arguments).
     pub module: Option<Vec<String>>,
+    /// The module file (default: [`module_path`]).
+    pub module_file: Option<PathBuf>,
     /// Extra redis.conf lines.
     pub lines: Vec<String>,
 }
@@ -88,6 +90,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             module: Some(Vec::new()),
+            module_file: None,
             lines: Vec::new(),
         }
     }
@@ -98,7 +101,42 @@ impl ServerConfig {
     pub fn without_module() -> Self {
         ServerConfig {
             module: None,
+            module_file: None,
             lines: Vec::new(),
+        }
+    }
+
+    /// Loads the module from `path` instead of the build output.
+    pub fn module_file(mut self, path: &Path) -> Self {
+        self.module_file = Some(path.to_owned());
+        self
+    }
+
+    /// Starts a server that is expected to refuse to start; returns its log.
+    pub fn start_expecting_failure(self) -> String {
+        let dir = TempDir::new("fail");
+        let mut server = Server {
+            child: None,
+            port: free_port(),
+            config: self,
+            dir,
+        };
+        let mut child = spawn_server(&server.write_config(server.port));
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                return server.log();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                server.child = None;
+                panic!(
+                    "redis-server started although it should not have:\n{}",
+                    server.log()
+                );
+            }
+            sleep(Duration::from_millis(20));
         }
     }
 
@@ -202,7 +240,8 @@ impl Server {
             dir = dir.display()
         );
         if let Some(args) = &self.config.module {
-            conf.push_str(&format!("loadmodule {}", module_path().display()));
+            let file = self.config.module_file.clone().unwrap_or_else(module_path);
+            conf.push_str(&format!("loadmodule {}", file.display()));
             for arg in args {
                 conf.push(' ');
                 conf.push_str(arg);
@@ -224,18 +263,7 @@ impl Server {
             let port = free_port();
             let conf = self.write_config(port);
             let log_mark = self.log().len();
-            let mut child = Command::new(server_binary())
-                .arg(&conf)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "cannot run {} ({e}): install redis-server or set REDIS_SERVER",
-                        server_binary()
-                    )
-                });
+            let mut child = spawn_server(&conf);
             match wait_until_ready(&mut child, port) {
                 Ok(()) => {
                     self.child = Some(child);
@@ -263,6 +291,22 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Runs redis-server on a config file; its output goes to the log file.
+fn spawn_server(conf: &Path) -> Child {
+    Command::new(server_binary())
+        .arg(conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {} ({e}): install redis-server or set REDIS_SERVER",
+                server_binary()
+            )
+        })
 }
 
 fn free_port() -> u16 {

@@ -17,10 +17,10 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test run lint bench install install-files uninstall dist dist-files clean
+.PHONY: help deps build test run lint bench soak fuzz install install-files uninstall dist dist-files clean
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps: ## Install what is missing (redis-server, redis-tools, libclang-dev; apt-get when root)
 	@scripts/deps.sh
@@ -45,6 +45,12 @@ lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
 
 bench: build ## Benchmark against MSET, Lua and SETEX (ROUNDS=5); writes docs/BENCHMARKS.md
 	$(CARGO) run --release --locked --example bench -- --rounds $(ROUNDS)
+
+soak: build ## Reliability tests at full size + long fuzz run; writes docs/RELIABILITY.md
+	scripts/soak.sh
+
+fuzz: build ## Parser property tests with FUZZ_CASES cases each (default 1000000)
+	MSETEX_FUZZ_CASES=$${FUZZ_CASES:-1000000} $(CARGO) test --release --locked --lib -- parse::tests
 
 install: build ## Install libmsetex.so in $(DESTDIR)$(MODULEDIR) (PREFIX=/usr)
 	@$(MAKE) --no-print-directory install-files

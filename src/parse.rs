@@ -497,8 +497,16 @@ mod tests {
         ]
     }
 
+    /// Cases per property: 4096 in the test suite, more under `make fuzz`.
+    fn cases() -> u32 {
+        std::env::var("MSETEX_FUZZ_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(4096)
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #![proptest_config(ProptestConfig::with_cases(cases()))]
 
         #[test]
         fn parse_i64_agrees_with_model(bytes in arg_strategy()) {

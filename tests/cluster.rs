@@ -64,3 +64,159 @@ fn getkeys_lists_every_key_for_clients_that_route() {
     );
     assert_eq!(keys, ["{t}a", "{t}b", "{t}c"]);
 }
+
+/// Reads `keys` from a replica in cluster mode (READONLY connection).
+fn on_replica(server: &Server, keys: &[&[u8]]) -> Vec<(Option<Vec<u8>>, i64)> {
+    let mut con = server.client();
+    q::<(), _>(&mut con, &["READONLY"]);
+    values_and_deadlines(&mut con, keys)
+}
+
+#[test]
+fn three_primaries_three_replicas_routing() {
+    let cluster = Cluster::start(3);
+    let (owner, _) = cluster.owner_of("{user:42}");
+    let other = cluster
+        .topology()
+        .into_iter()
+        .find(|n| n.is_primary && n.port != owner.port)
+        .expect("another primary");
+    let mut on_owner = cluster.node(owner.port).client();
+    let mut on_other = cluster.node(other.port).client();
+    let call = ["MSETEX", "60", "{user:42}:a", "1", "{user:42}:b", "2"];
+
+    assert_eq!(exec(&mut on_owner, &call).unwrap(), Value::Okay);
+    let moved = err(&mut on_other, &call);
+    assert!(
+        moved.starts_with("MOVED ") && moved.ends_with(&format!("127.0.0.1:{}", owner.port)),
+        "{moved}"
+    );
+    let moved = err(
+        &mut on_other,
+        &["MSETEX", "NX", "PX", "60000", "{user:42}:c", "1"],
+    );
+    assert!(moved.starts_with("MOVED "), "options form: {moved}");
+    for con in [&mut on_owner, &mut on_other] {
+        let crossslot = err(
+            con,
+            &["MSETEX", "60", "{user:42}:x", "1", "{user:7}:y", "2"],
+        );
+        assert_eq!(
+            crossslot,
+            "CROSSSLOT Keys in request don't hash to the same slot"
+        );
+    }
+
+    // A cluster-aware client gets every form to the right node.
+    let urls: Vec<String> = cluster.nodes.iter().map(Server::url).collect();
+    let client = redis::cluster::ClusterClient::new(urls).expect("cluster client");
+    let mut con = client.get_connection().expect("cluster connection");
+    for key in ["{user:42}:x", "{user:7}:y"] {
+        let found: i64 = redis::cmd("EXISTS").arg(key).query(&mut con).unwrap();
+        assert_eq!(found, 0, "CROSSSLOT must write nothing: {key}");
+    }
+    for tag in ["{a}", "{b}", "{c}", "{user:9}", "{session:77}"] {
+        let first = format!("{tag}:1");
+        let second = format!("{tag}:2");
+        let () = redis::cmd("MSETEX")
+            .arg(120)
+            .arg(&first)
+            .arg("x")
+            .arg(&second)
+            .arg("y")
+            .query(&mut con)
+            .unwrap_or_else(|e| panic!("{tag}: {}", error_text(&e)));
+        let acquired: i64 = redis::cmd("MSETEX")
+            .arg("NX")
+            .arg("PX")
+            .arg(60_000)
+            .arg(format!("{tag}:lock"))
+            .arg("t")
+            .query(&mut con)
+            .unwrap_or_else(|e| panic!("{tag}: {}", error_text(&e)));
+        assert_eq!(acquired, 1);
+        let values: Vec<String> = redis::cmd("MGET")
+            .arg(&first)
+            .arg(&second)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(values, ["x", "y"]);
+        let ttl: i64 = redis::cmd("TTL").arg(&second).query(&mut con).unwrap();
+        assert!((1..=120).contains(&ttl), "{tag}: ttl {ttl}");
+    }
+    record_result(
+        "cluster routing (3 primaries, 3 replicas)",
+        "owner answers, other primary MOVED, two slots CROSSSLOT with nothing written, \
+         redis-rs cluster client writes every form",
+    );
+}
+
+#[test]
+fn replica_deadlines_survive_a_manual_failover() {
+    let cluster = Cluster::start(3);
+    let (primary, replica) = cluster.owner_of("{sess}");
+    let mut p = cluster.node(primary.port).client();
+    let keys: [&[u8]; 4] = [b"{sess}:a", b"{sess}:b", b"{sess}:n", b"{sess}:lock"];
+    q::<(), _>(
+        &mut p,
+        &[
+            "MSETEX", "600", "{sess}:a", "alpha", "{sess}:b", "", "{sess}:n", "42",
+        ],
+    );
+    assert_eq!(
+        exec(
+            &mut p,
+            &[
+                "MSETEX",
+                "NX",
+                "PXAT",
+                &(now_ms() + 900_000).to_string(),
+                "{sess}:lock",
+                "t"
+            ]
+        )
+        .unwrap(),
+        Value::Int(1)
+    );
+    wait_for_replicas(&mut p, 1);
+    let before = values_and_deadlines(&mut p, &keys);
+    assert!(
+        before.iter().all(|(v, d)| v.is_some() && *d > 0),
+        "{before:?}"
+    );
+    assert_eq!(on_replica(cluster.node(replica.port), &keys), before);
+
+    // The replica takes over; the old primary becomes its replica. A young
+    // cluster may not have gossiped enough for the vote yet: the manual
+    // failover then times out (5 s) and is asked again.
+    cluster.wait_until_everyone_knows_everyone();
+    let mut r = cluster.node(replica.port).client();
+    let promoted = (0..3).any(|_| {
+        q::<(), _>(&mut r, &["CLUSTER", "FAILOVER"]);
+        eventually(std::time::Duration::from_secs(10), || {
+            info_field(&mut r, "replication", "role").as_deref() == Some("master")
+        })
+    });
+    assert!(
+        promoted,
+        "failover did not happen:\n{}",
+        cluster.node(replica.port).log()
+    );
+    cluster.wait_until_stable();
+    assert_eq!(values_and_deadlines(&mut r, &keys), before);
+
+    // The new primary runs MSETEX (it loads the module too) and replicates
+    // to the old one.
+    q::<(), _>(&mut r, &["MSETEX", "PX", "300000", "{sess}:after", "1"]);
+    wait_for_replicas(&mut r, 1);
+    let after_keys: [&[u8]; 1] = [b"{sess}:after"];
+    assert_eq!(
+        on_replica(cluster.node(primary.port), &after_keys),
+        values_and_deadlines(&mut r, &after_keys)
+    );
+    record_result(
+        "cluster manual failover",
+        "replica holds the same values and PEXPIRETIME; after CLUSTER FAILOVER the new primary \
+         keeps them and replicates new MSETEX calls to the old one",
+    );
+}

@@ -146,3 +146,93 @@ fn server_survives_a_burst_of_bad_calls() {
     let pong: String = q(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
 }
+
+#[test]
+fn hostile_corpus_gets_exact_errors_and_writes_nothing() {
+    let server = Server::start();
+    let mut con = populated(&server);
+    let before = snapshot(&mut con);
+    let not_integers = [
+        "",
+        " ",
+        " 1",
+        "1 ",
+        "+1",
+        "1e3",
+        "0x10",
+        "1.0",
+        "01",
+        "-0",
+        "--1",
+        "1-",
+        "١",
+        "99999999999999999999",
+        "-99999999999999999999",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "NaN",
+        "inf",
+        "\u{0}",
+        "1\u{0}",
+    ];
+    let out_of_range = ["0", "-1", "-9223372036854775808"];
+    let prefixes: [&[&str]; 8] = [
+        &[],
+        &["EX"],
+        &["px"],
+        &["EXAT"],
+        &["PXAT"],
+        &["NX"],
+        &["xx", "PX"],
+        &["EXAT", "NX"],
+    ];
+    let mut calls = 0;
+    for prefix in prefixes {
+        let call = |time: &str, pairs: &[&str]| -> Vec<String> {
+            let mut args = vec!["MSETEX".to_owned()];
+            args.extend(prefix.iter().map(|s| s.to_string()));
+            args.push(time.to_owned());
+            args.extend(pairs.iter().map(|s| s.to_string()));
+            args
+        };
+        for time in not_integers {
+            let args = call(time, &["k", "v", "list", "v"]);
+            assert_eq!(err(&mut con, &args), NOT_INTEGER, "{args:?}");
+            calls += 1;
+        }
+        // i64::MAX overflows every unit but PXAT, where it is a valid instant.
+        let pxat = prefix.iter().any(|p| p.eq_ignore_ascii_case("PXAT"));
+        let overflow = (!pxat).then_some("9223372036854775807");
+        for time in out_of_range.into_iter().chain(overflow) {
+            let args = call(time, &["k", "v"]);
+            assert_eq!(err(&mut con, &args), EXPIRE, "{args:?}");
+            calls += 1;
+        }
+        for pairs in [&["k"][..], &["k", "v", "k2"], &["", "", ""]] {
+            let args = call("10", pairs);
+            if args.len() >= 4 {
+                assert_eq!(err(&mut con, &args), ARITY, "{args:?}");
+                calls += 1;
+            }
+        }
+        // A second keyword of either group, anywhere among the options.
+        for extra in ["NX", "xx", "EX", "pxat"] {
+            let mut args = vec!["MSETEX".to_owned()];
+            args.extend(prefix.iter().map(|s| s.to_string()));
+            args.push(extra.to_owned());
+            args.extend(["10", "k", "v"].map(String::from));
+            let repeats_a_group = prefix.iter().any(|p| {
+                let is_condition =
+                    |w: &str| w.eq_ignore_ascii_case("NX") || w.eq_ignore_ascii_case("XX");
+                is_condition(p) == is_condition(extra)
+            });
+            if repeats_a_group {
+                assert_eq!(err(&mut con, &args), "ERR syntax error", "{args:?}");
+                calls += 1;
+            }
+        }
+    }
+    assert!(calls > 200, "{calls}");
+    assert_eq!(snapshot(&mut con), before, "a refused call wrote something");
+    assert_eq!(q::<String, _>(&mut con, &["PING"]), "PONG");
+}

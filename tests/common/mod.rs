@@ -466,3 +466,199 @@ pub fn values_and_deadlines(con: &mut Connection, keys: &[&[u8]]) -> Vec<(Option
         })
         .collect()
 }
+
+/// A Redis Cluster of real servers on 127.0.0.1, module loaded everywhere.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+/// One line of CLUSTER NODES.
+#[derive(Debug, Clone)]
+pub struct ClusterNode {
+    pub id: String,
+    pub port: u16,
+    pub is_primary: bool,
+    /// The primary's id, for a replica.
+    pub primary_id: Option<String>,
+}
+
+impl Cluster {
+    /// `primaries` primaries with one replica each, created with
+    /// `redis-cli --cluster create`, every slot covered and every replica
+    /// in sync.
+    pub fn start(primaries: usize) -> Cluster {
+        let nodes: Vec<Server> = (0..primaries * 2)
+            .map(|_| {
+                ServerConfig::default()
+                    .line("cluster-enabled yes")
+                    .line("cluster-config-file nodes.conf")
+                    .line("cluster-node-timeout 3000")
+                    .start()
+            })
+            .collect();
+        let mut create = std::process::Command::new(
+            std::env::var("REDIS_CLI").unwrap_or_else(|_| "redis-cli".to_owned()),
+        );
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port()));
+        }
+        let output = create
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("run redis-cli --cluster create (install redis-tools)");
+        assert!(
+            output.status.success(),
+            "cluster create failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let cluster = Cluster { nodes };
+        cluster.wait_until_stable();
+        cluster
+    }
+
+    /// Waits until every node says `cluster_state:ok` and every replica's
+    /// link to its primary is up.
+    pub fn wait_until_stable(&self) {
+        for node in &self.nodes {
+            let mut con = node.client();
+            let ok = eventually(Duration::from_secs(60), || {
+                let info: String = q(&mut con, &["CLUSTER", "INFO"]);
+                let state_ok = info.contains("cluster_state:ok");
+                let role = info_field(&mut con, "replication", "role");
+                let linked = role.as_deref() == Some("master")
+                    || info_field(&mut con, "replication", "master_link_status").as_deref()
+                        == Some("up");
+                state_ok && linked
+            });
+            assert!(
+                ok,
+                "node {} never became stable:\n{}",
+                node.port(),
+                node.log()
+            );
+        }
+    }
+
+    /// Waits until every node lists every other one as connected, with the
+    /// same primaries and replicas.
+    pub fn wait_until_everyone_knows_everyone(&self) {
+        let expected = self.nodes.len();
+        for node in &self.nodes {
+            let mut con = node.client();
+            let ok = eventually(Duration::from_secs(30), || {
+                let text: String = q(&mut con, &["CLUSTER", "NODES"]);
+                let lines: Vec<&str> = text.lines().collect();
+                let connected = lines.iter().filter(|l| l.contains(" connected")).count();
+                let replicas = lines.iter().filter(|l| l.contains("slave")).count();
+                lines.len() == expected && connected == expected && replicas == expected / 2
+            });
+            assert!(ok, "node {} does not know the whole cluster", node.port());
+        }
+    }
+
+    /// CLUSTER NODES as seen from the first node.
+    pub fn topology(&self) -> Vec<ClusterNode> {
+        let mut con = self.nodes[0].client();
+        let text: String = q(&mut con, &["CLUSTER", "NODES"]);
+        text.lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let port = fields.get(1)?.split(['@', ':']).nth(1)?.parse().ok()?;
+                let flags = fields.get(2)?;
+                let primary = fields.get(3)?;
+                Some(ClusterNode {
+                    id: fields.first()?.to_string(),
+                    port,
+                    is_primary: flags.contains("master"),
+                    primary_id: (*primary != "-").then(|| primary.to_string()),
+                })
+            })
+            .collect()
+    }
+
+    pub fn node(&self, port: u16) -> &Server {
+        self.nodes
+            .iter()
+            .find(|n| n.port() == port)
+            .unwrap_or_else(|| panic!("no node on port {port}"))
+    }
+
+    /// The primary that owns `key`'s slot, and its replica.
+    pub fn owner_of(&self, key: &str) -> (ClusterNode, ClusterNode) {
+        let mut con = self.nodes[0].client();
+        let slot: i64 = q(&mut con, &["CLUSTER", "KEYSLOT", key]);
+        let slots: Value = q(&mut con, &["CLUSTER", "SLOTS"]);
+        let Value::Array(ranges) = slots else {
+            panic!("CLUSTER SLOTS: {slots:?}")
+        };
+        let port = ranges
+            .iter()
+            .find_map(|range| match range {
+                Value::Array(items) => match (&items[0], &items[1], &items[2]) {
+                    (Value::Int(start), Value::Int(end), Value::Array(primary))
+                        if (*start..=*end).contains(&slot) =>
+                    {
+                        match primary.get(1) {
+                            Some(Value::Int(port)) => Some(*port as u16),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no owner for slot {slot}"));
+        // Gossip may take a moment to tell every node who replicates whom.
+        let mut found = None;
+        let settled = eventually(Duration::from_secs(30), || {
+            let nodes = self.topology();
+            let primary = nodes.iter().find(|n| n.port == port).cloned();
+            let replica = primary.as_ref().and_then(|p| {
+                nodes
+                    .iter()
+                    .find(|n| n.primary_id.as_deref() == Some(p.id.as_str()))
+                    .cloned()
+            });
+            found = primary.zip(replica);
+            found.is_some()
+        });
+        assert!(settled, "no replica of port {port} in CLUSTER NODES");
+        found.expect("checked above")
+    }
+}
+
+/// True under `make soak` (MSETEX_SOAK=long): tests use their full size.
+pub fn long_run() -> bool {
+    std::env::var("MSETEX_SOAK").is_ok_and(|v| v == "long")
+}
+
+/// `suite` in the normal test suite, `long` under `make soak`.
+pub fn scaled(suite: usize, long: usize) -> usize {
+    if long_run() {
+        long
+    } else {
+        suite
+    }
+}
+
+/// Appends one result row (`| test | figures |`) to $MSETEX_RESULTS, which
+/// `make soak` turns into docs/RELIABILITY.md. A no-op otherwise.
+pub fn record_result(test: &str, figures: &str) {
+    let Some(path) = std::env::var_os("MSETEX_RESULTS") else {
+        return;
+    };
+    let line = format!("| {test} | {figures} |\n");
+    let written = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "cannot record a result in {}: {e}",
+            Path::new(&path).display()
+        );
+    }
+}

@@ -3,7 +3,7 @@
 SHELL  := /bin/bash
 CARGO  ?= cargo
 PORT   ?= 6379
-ROUNDS ?= 5
+ROUNDS ?= 7
 MODULE := target/release/libmsetex.so
 
 # make install: where Debian keeps Redis modules.
@@ -43,7 +43,7 @@ lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
-bench: build ## Benchmark against MSET, Lua and SETEX (ROUNDS=5); writes docs/BENCHMARKS.md
+bench: build ## Benchmark against MSET, Lua and SETEX (ROUNDS=7); writes docs/BENCHMARKS.md
 	$(CARGO) run --release --locked --example bench -- --rounds $(ROUNDS)
 
 soak: build ## Reliability tests at full size + long fuzz run; writes docs/RELIABILITY.md

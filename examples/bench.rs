@@ -6,7 +6,7 @@
 //! ratio is the median over rounds of the ratio measured within one round,
 //! where the variants run one after another on the same server.
 //!
-//! Options: `--rounds N` (default 5), `--keys N` keys written per run
+//! Options: `--rounds N` (default 7), `--keys N` keys written per run
 //! (default 100000), `--out PATH` (default docs/BENCHMARKS.md),
 //! `--readme PATH` (default README.md, "-" to leave it alone).
 
@@ -122,7 +122,7 @@ struct Options {
 
 fn parse_options() -> Options {
     let mut options = Options {
-        rounds: 5,
+        rounds: 7,
         keys_per_run: 100_000,
         out: "docs/BENCHMARKS.md".into(),
         readme: "README.md".into(),

@@ -77,26 +77,41 @@ fn concurrent_writers_and_readers() {
                     .expect("reader");
                 let mut rng = Lcg(1000 + reader);
                 while !done.load(Ordering::Relaxed) {
-                    let key = format!(
-                        "load:{}:{}",
-                        rng.next(clients as u64),
-                        rng.next(per_client as u64)
-                    );
-                    let value: redis::RedisResult<Option<String>> =
-                        redis::cmd("GET").arg(&key).query(&mut con);
-                    let ttl: redis::RedisResult<i64> = redis::cmd("TTL").arg(&key).query(&mut con);
-                    match (value, ttl) {
-                        // Not written yet (-2) or written with its TTL.
-                        (Ok(None), Ok(-2)) => {}
-                        (Ok(Some(v)), Ok(t))
-                            if v.starts_with("value-") && (0..=2000).contains(&t) => {}
-                        // Written between the two reads.
-                        (Ok(None), Ok(t)) if t > 0 => {}
-                        _ => {
+                    // 50 random keys per round trip: GET and TTL of each.
+                    let keys: Vec<String> = (0..50)
+                        .map(|_| {
+                            format!(
+                                "load:{}:{}",
+                                rng.next(clients as u64),
+                                rng.next(per_client as u64)
+                            )
+                        })
+                        .collect();
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("GET").arg(key).cmd("TTL").arg(key);
+                    }
+                    let Ok(replies) = pipe.query::<Vec<Value>>(&mut con) else {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    for pair in replies.chunks(2) {
+                        let consistent = match pair {
+                            // Not written yet.
+                            [Value::Nil, Value::Int(-2)] => true,
+                            // Written, with its TTL.
+                            [Value::BulkString(v), Value::Int(t)] => {
+                                v.starts_with(b"value-") && (0..=2000).contains(t)
+                            }
+                            // Written between the GET and the TTL.
+                            [Value::Nil, Value::Int(t)] => *t > 0,
+                            _ => false,
+                        };
+                        if !consistent {
                             errors.fetch_add(1, Ordering::Relaxed);
                         }
+                        reads.fetch_add(1, Ordering::Relaxed);
                     }
-                    reads.fetch_add(1, Ordering::Relaxed);
                 }
             })
         })

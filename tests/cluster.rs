@@ -4,23 +4,6 @@
 mod common;
 
 use common::*;
-use std::time::Duration;
-
-/// A one-node cluster owning every slot.
-fn single_node_cluster() -> Server {
-    let server = ServerConfig::default()
-        .line("cluster-enabled yes")
-        .line("cluster-config-file nodes.conf")
-        .start();
-    let mut con = server.client();
-    q::<(), _>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
-    let ok = eventually(Duration::from_secs(20), || {
-        info_field(&mut con, "cluster", "cluster_enabled").as_deref() == Some("1")
-            && q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
-    });
-    assert!(ok, "cluster never became ok:\n{}", server.log());
-    server
-}
 
 #[test]
 fn keys_in_one_slot_are_written() {

@@ -451,15 +451,8 @@ fn acl_key_rules_apply_to_every_form() {
 
 #[test]
 fn cluster_slot_checks_apply_to_every_form() {
-    let server = ServerConfig::default()
-        .line("cluster-enabled yes")
-        .line("cluster-config-file nodes.conf")
-        .start();
+    let server = single_node_cluster();
     let mut con = server.client();
-    q::<(), _>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
-    assert!(eventually(Duration::from_secs(20), || {
-        q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
-    }));
     for args in [
         &["MSETEX", "NX", "60", "a", "1", "b", "2"][..],
         &["MSETEX", "PX", "NX", "60", "{t}a", "1", "b", "2"],

@@ -467,6 +467,21 @@ pub fn values_and_deadlines(con: &mut Connection, keys: &[&[u8]]) -> Vec<(Option
         .collect()
 }
 
+/// A one-node cluster owning every slot: enough for slot checks.
+pub fn single_node_cluster() -> Server {
+    let server = ServerConfig::default()
+        .line("cluster-enabled yes")
+        .line("cluster-config-file nodes.conf")
+        .start();
+    let mut con = server.client();
+    q::<(), _>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let ok = eventually(Duration::from_secs(20), || {
+        q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    });
+    assert!(ok, "cluster never became ok:\n{}", server.log());
+    server
+}
+
 /// A Redis Cluster of real servers on 127.0.0.1, module loaded everywhere.
 pub struct Cluster {
     pub nodes: Vec<Server>,

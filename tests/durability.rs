@@ -174,13 +174,15 @@ fn replica_converges_after_partial_and_full_resync() {
     let sleeper = {
         let url = replica.url();
         std::thread::spawn(move || {
-            let mut con = redis::Client::open(url)
-                .and_then(|c| c.get_connection())
-                .expect("replica");
-            let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(2).query(&mut con);
+            let mut con = redis::Client::open(url).and_then(|c| c.get_connection()).expect("replica");
+            let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(3).query(&mut con);
         })
     };
-    std::thread::sleep(Duration::from_millis(200));
+    // Wait until the replica is really asleep: it stops answering PING.
+    let asleep = eventually(Duration::from_secs(5), || {
+        !answers_ping(replica.port(), Duration::from_millis(100))
+    });
+    assert!(asleep, "the replica never went to sleep");
     q::<i64, _>(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
     let big = "z".repeat(1024);
     for call in 0..100 {

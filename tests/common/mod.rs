@@ -335,10 +335,16 @@ fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), String> {
 
 /// True when the server answers `+PONG` (not `-LOADING`).
 fn ping(port: u16) -> bool {
+    answers_ping(port, Duration::from_secs(1))
+}
+
+/// True when the server on `port` answers PING with `+PONG` within `timeout`
+/// (a raw connection: no client handshake that could block).
+pub fn answers_ping(port: u16, timeout: Duration) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let _ = stream.set_read_timeout(Some(timeout));
     if stream.write_all(b"PING\r\n").is_err() {
         return false;
     }

@@ -34,8 +34,7 @@ fn command_name() -> String {
 /// `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]`
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     stats::record_call();
-    let bytes: Vec<&[u8]> = args.iter().map(Arg::bytes).collect();
-    let request = match parse::parse(&bytes, ctx.now_ms()) {
+    let request = match parse::parse(args, ctx.now_ms()) {
         Ok(request) => request,
         Err(error) => {
             stats::record_error();
@@ -66,9 +65,8 @@ pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
 /// keys move with the options, so a fixed first/last/step cannot say. A
 /// call whose shape is invalid declares no keys and fails when it runs.
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    let bytes: Vec<&[u8]> = args.iter().map(Arg::bytes).collect();
-    if let Ok(layout) = parse::parse_layout(&bytes) {
-        for index in layout.key_indexes(bytes.len()) {
+    if let Ok(layout) = parse::parse_layout(args) {
+        for index in layout.key_indexes(args.len()) {
             positions.key_at(index);
         }
     }

@@ -83,17 +83,18 @@ pub struct Request {
 /// The smallest valid call: `MSETEX time key value`.
 const MIN_ARGC: usize = 4;
 
-/// Validates a whole call. `argv` includes the command name at index 0,
+/// Validates a whole call. `argv` (any byte strings: the module passes its
+/// argument views, the tests byte slices) includes the command name at index 0,
 /// `now_ms` is the server's clock (unix milliseconds).
 ///
 /// Checks run in this order: arity, options, arity again once the options
 /// are known, the integer, its range. Keys and values cannot be invalid:
 /// both are arbitrary bytes.
-pub fn parse(argv: &[&[u8]], now_ms: i64) -> Result<Request, ParseError> {
+pub fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
     let layout = parse_layout(argv)?;
     let time = argv
         .get(layout.time_index)
-        .and_then(|arg| parse_i64(arg))
+        .and_then(|arg| parse_i64(arg.as_ref()))
         .ok_or(ParseError::NotAnInteger)?;
     Ok(Request {
         deadline_ms: deadline(layout.unit, time, now_ms)?,
@@ -104,14 +105,14 @@ pub fn parse(argv: &[&[u8]], now_ms: i64) -> Result<Request, ParseError> {
 
 /// Checks the options and the arity only, which is all the server needs to
 /// learn where the keys are (cluster slots, ACLs, COMMAND GETKEYS).
-pub fn parse_layout(argv: &[&[u8]]) -> Result<Layout, ParseError> {
+pub fn parse_layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<Layout, ParseError> {
     if argv.len() < MIN_ARGC {
         return Err(ParseError::WrongArity);
     }
     let mut condition = None;
     let mut unit = None;
     let mut index = 1;
-    while let Some(keyword) = argv.get(index).and_then(|arg| Keyword::parse(arg)) {
+    while let Some(keyword) = argv.get(index).and_then(|arg| Keyword::parse(arg.as_ref())) {
         // At most one of each group: a second one repeats or contradicts.
         let slot_taken = match keyword {
             Keyword::Condition(c) => condition.replace(c).is_some(),

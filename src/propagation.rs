@@ -41,7 +41,26 @@ pub struct ReplicationInfo {
     pub backlog_active: bool,
 }
 
+/// The `INFO replication` fields [`ReplicationInfo::from_fields`] reads.
+pub const PROBED_FIELDS: [&str; 3] = ["role", "connected_slaves", "repl_backlog_active"];
+
 impl ReplicationInfo {
+    /// Builds the probe's answer from (field, value) pairs of `INFO
+    /// replication`; `None` if a field is missing or unreadable.
+    pub fn from_fields(fields: &[(&str, String)]) -> Option<ReplicationInfo> {
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|(field, _)| *field == name)
+                .map(|(_, value)| value.trim())
+        };
+        Some(ReplicationInfo {
+            is_primary: field("role")? == "master",
+            connected_replicas: field("connected_slaves")?.parse().ok()?,
+            backlog_active: field("repl_backlog_active")?.parse::<i64>().ok()? != 0,
+        })
+    }
+
     /// True when the server would drop every replicated command.
     pub fn proves_nobody_listens(&self) -> bool {
         self.is_primary && self.connected_replicas == 0 && !self.backlog_active
@@ -92,6 +111,41 @@ pub fn replication_is_fed(aof_on: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_probed_fields() {
+        let fields = |role: &str, replicas: &str, backlog: &str| {
+            vec![
+                ("role", role.to_owned()),
+                ("connected_slaves", replicas.to_owned()),
+                ("repl_backlog_active", backlog.to_owned()),
+            ]
+        };
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("master", "0", "0")),
+            Some(ReplicationInfo {
+                is_primary: true,
+                connected_replicas: 0,
+                backlog_active: false
+            })
+        );
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("slave", "2", "1")),
+            Some(ReplicationInfo {
+                is_primary: false,
+                connected_replicas: 2,
+                backlog_active: true
+            })
+        );
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("master", "x", "0")),
+            None
+        );
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("master", "0", "0")[..2]),
+            None
+        );
+    }
 
     // The state is process-wide, so one test walks through every transition.
     #[test]

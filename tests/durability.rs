@@ -174,7 +174,9 @@ fn replica_converges_after_partial_and_full_resync() {
     let sleeper = {
         let url = replica.url();
         std::thread::spawn(move || {
-            let mut con = redis::Client::open(url).and_then(|c| c.get_connection()).expect("replica");
+            let mut con = redis::Client::open(url)
+                .and_then(|c| c.get_connection())
+                .expect("replica");
             let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(3).query(&mut con);
         })
     };

@@ -108,6 +108,12 @@ pub struct Arg<'call> {
     bytes: &'call [u8],
 }
 
+impl AsRef<[u8]> for Arg<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
 impl<'call> Arg<'call> {
     /// The argument's bytes (binary-safe).
     pub fn bytes(&self) -> &'call [u8] {

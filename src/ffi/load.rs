@@ -8,7 +8,7 @@ use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCtx};
 
 use super::call::msetex_entry;
-use super::{Api, API, OK};
+use super::{API, OK};
 
 /// Stops `RedisModule_CloseKey` from signalling every key opened for
 /// writing as modified: MSETEX signals the keys it writes itself, and a
@@ -82,56 +82,17 @@ unsafe extern "C" fn server_event(
     _subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
-    let Some(api) = API.get() else {
-        return;
-    };
     // A panic must not cross into the server; the state just stays unknown.
     let _ = catch_unwind(|| {
         if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
-            crate::propagation::on_cron(|| probe_replication(api));
+            crate::propagation::on_cron(|| {
+                let fields = server_info_fields(c"replication", &crate::propagation::PROBED_FIELDS);
+                crate::propagation::ReplicationInfo::from_fields(&fields)
+            });
         } else {
             crate::propagation::on_backlog_may_change();
         }
     });
-}
-
-/// Reads the fields of `INFO replication` that decide whether replicated
-/// commands are kept. `None` if any is missing.
-fn probe_replication(api: &Api) -> Option<crate::propagation::ReplicationInfo> {
-    // SAFETY: a NULL ctx makes the data ours to free; the section name is
-    // NUL-terminated.
-    let data = unsafe { (api.get_server_info)(std::ptr::null_mut(), c"replication".as_ptr()) };
-    if data.is_null() {
-        return None;
-    }
-    let signed = |field: &CStr| {
-        let mut err: c_int = 0;
-        // SAFETY: data is live until freed below; field is NUL-terminated.
-        let value = unsafe { (api.server_info_get_field_signed)(data, field.as_ptr(), &mut err) };
-        (err == 0).then_some(value)
-    };
-    // SAFETY: as above; the returned C string lives as long as data.
-    let role = unsafe { (api.server_info_get_field_c)(data, c"role".as_ptr()) };
-    let is_primary = (!role.is_null())
-        // SAFETY: non-null, NUL-terminated, owned by data (still live).
-        .then(|| unsafe { CStr::from_ptr(role) }.to_bytes() == b"master");
-    let info = match (
-        is_primary,
-        signed(c"connected_slaves"),
-        signed(c"repl_backlog_active"),
-    ) {
-        (Some(is_primary), Some(connected_replicas), Some(backlog)) => {
-            Some(crate::propagation::ReplicationInfo {
-                is_primary,
-                connected_replicas,
-                backlog_active: backlog != 0,
-            })
-        }
-        _ => None,
-    };
-    // SAFETY: data came from GetServerInfo with a NULL ctx and is freed once.
-    unsafe { (api.free_server_info)(std::ptr::null_mut(), data) };
-    info
 }
 
 /// Registers the `INFO msetex` section (replacing the redis-module crate's

@@ -98,7 +98,6 @@ module_api! {
     get_server_info = RedisModule_GetServerInfo: fn(*mut RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleServerInfoData;
     free_server_info = RedisModule_FreeServerInfo: fn(*mut RedisModuleCtx, *mut raw::RedisModuleServerInfoData);
     server_info_get_field_c = RedisModule_ServerInfoGetFieldC: fn(*mut raw::RedisModuleServerInfoData, *const c_char) -> *const c_char;
-    server_info_get_field_signed = RedisModule_ServerInfoGetFieldSigned: fn(*mut raw::RedisModuleServerInfoData, *const c_char, *mut c_int) -> c_longlong;
 }
 
 pub(crate) static API: OnceLock<Api> = OnceLock::new();

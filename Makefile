@@ -17,7 +17,7 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test run lint bench soak fuzz install install-files uninstall dist dist-files clean
+.PHONY: help deps build test test-matrix run lint bench soak fuzz install install-files uninstall dist dist-files clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +31,9 @@ build: deps ## Build the module: target/release/libmsetex.so
 
 test: build ## Build, then run the unit and integration tests (real redis-server processes)
 	$(CARGO) test --release --locked
+
+test-matrix: build ## The integration suite on every server (SERVERS="bin ..."); writes docs/COMPATIBILITY.md
+	scripts/test-matrix.sh
 
 run: build ## Start redis-server in the foreground with ./redis.conf (MSETEX loaded) on PORT
 	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \

@@ -514,7 +514,7 @@ fn memory_per_key(con: &mut Connection) -> Memory {
         for start in (0..KEYS).step_by(BATCH) {
             let mut pipe = redis::pipe();
             if use_msetex {
-                let cmd = pipe.cmd("MSETEX").arg(TTL);
+                let cmd = pipe.cmd(target().command_name()).arg(TTL);
                 for i in start..start + BATCH {
                     cmd.arg(format!("mem:{i:07}")).arg(&value);
                 }

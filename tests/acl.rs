@@ -4,9 +4,6 @@ mod common;
 
 use common::*;
 
-const NOPERM: &str =
-    "NOPERM this user has no permissions to access one of the keys used as arguments";
-
 fn as_app_user(server: &Server) -> Connection {
     let mut admin = server.client();
     q::<(), _>(
@@ -30,7 +27,7 @@ fn a_key_outside_the_pattern_is_refused_wherever_it_is() {
         &["MSETEX", "60", "app:a", "1", "app:b", "2", "other", "3"],
     ] {
         let before = snapshot(&mut admin);
-        assert_eq!(err(&mut app, args), NOPERM, "{args:?}");
+        assert_eq!(err(&mut app, args), target().noperm_key(), "{args:?}");
         assert_eq!(snapshot(&mut admin), before, "{args:?} wrote something");
     }
     let ok = exec(&mut app, &["MSETEX", "60", "app:a", "1", "app:b", "2"]).unwrap();
@@ -41,15 +38,25 @@ fn a_key_outside_the_pattern_is_refused_wherever_it_is() {
 fn a_user_without_the_command_is_refused() {
     let server = Server::start();
     let mut admin = server.client();
+    let minus_command = format!("-{}", target().command_name());
     q::<(), _>(
         &mut admin,
         &[
-            "ACL", "SETUSER", "reader", "on", ">pw", "~*", "+@all", "-msetex",
+            "ACL",
+            "SETUSER",
+            "reader",
+            "on",
+            ">pw",
+            "~*",
+            "+@all",
+            &minus_command,
         ],
     );
     let mut con = server.client();
     q::<(), _>(&mut con, &["AUTH", "reader", "pw"]);
-    let text = err(&mut con, &["MSETEX", "60", "k", "v"]);
-    assert!(text.starts_with("NOPERM"), "{text}");
+    assert_eq!(
+        err(&mut con, &["MSETEX", "60", "k", "v"]),
+        target().noperm_command("reader", target().command_name())
+    );
     assert_eq!(q::<i64, _>(&mut admin, &["DBSIZE"]), 0);
 }

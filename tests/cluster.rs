@@ -49,7 +49,7 @@ fn getkeys_lists_every_key_for_clients_that_route() {
 }
 
 /// Reads `keys` from a replica in cluster mode (READONLY connection).
-fn on_replica(server: &Server, keys: &[&[u8]]) -> Vec<(Option<Vec<u8>>, i64)> {
+fn on_replica(server: &Server, keys: &[&[u8]]) -> Vec<(Option<Vec<u8>>, Deadline)> {
     let mut con = server.client();
     q::<(), _>(&mut con, &["READONLY"]);
     values_and_deadlines(&mut con, keys)
@@ -101,7 +101,7 @@ fn three_primaries_three_replicas_routing() {
     for tag in ["{a}", "{b}", "{c}", "{user:9}", "{session:77}"] {
         let first = format!("{tag}:1");
         let second = format!("{tag}:2");
-        let () = redis::cmd("MSETEX")
+        let () = msetex()
             .arg(120)
             .arg(&first)
             .arg("x")
@@ -109,7 +109,7 @@ fn three_primaries_three_replicas_routing() {
             .arg("y")
             .query(&mut con)
             .unwrap_or_else(|e| panic!("{tag}: {}", error_text(&e)));
-        let acquired: i64 = redis::cmd("MSETEX")
+        let acquired: i64 = msetex()
             .arg("NX")
             .arg("PX")
             .arg(60_000)
@@ -164,7 +164,7 @@ fn replica_deadlines_survive_a_manual_failover() {
     wait_for_replicas(&mut p, 1);
     let before = values_and_deadlines(&mut p, &keys);
     assert!(
-        before.iter().all(|(v, d)| v.is_some() && *d > 0),
+        before.iter().all(|(v, d)| v.is_some() && d.0 > 0),
         "{before:?}"
     );
     assert_eq!(on_replica(cluster.node(replica.port), &keys), before);

@@ -37,7 +37,7 @@ fn acknowledged_writes_survive_sigkill() {
                     (0..1 + call % 7).map(|i| format!("d:{call}:{i}")).collect();
                 let value = format!("v{call}");
                 let deadline_ms = now_ms() + 3_600_000 + call as i64;
-                let mut cmd = redis::cmd("MSETEX");
+                let mut cmd = msetex();
                 if call % 2 == 0 {
                     cmd.arg("PXAT").arg(deadline_ms);
                 } else {
@@ -79,8 +79,12 @@ fn acknowledged_writes_survive_sigkill() {
         for key in &entry.keys {
             let value: Option<String> = q(&mut con, &["GET", key]);
             assert_eq!(value.as_deref(), Some(entry.value.as_str()), "{key} lost");
-            let deadline: i64 = q(&mut con, &["PEXPIRETIME", key]);
-            assert_eq!(deadline, entry.deadline_ms, "{key}: deadline changed");
+            let deadline = deadline_of(&mut con, key);
+            assert_eq!(
+                deadline,
+                Deadline(entry.deadline_ms),
+                "{key}: deadline changed"
+            );
             keys += 1;
         }
     }
@@ -121,7 +125,7 @@ fn rdb_restart_keeps_deadlines_and_drops_what_expired_meanwhile() {
     );
 }
 
-fn keyspace(con: &mut Connection) -> Vec<(Vec<u8>, Option<Vec<u8>>, i64)> {
+fn keyspace(con: &mut Connection) -> Vec<(Vec<u8>, Option<Vec<u8>>, Deadline)> {
     snapshot(con)
         .into_iter()
         .map(|(key, _kind, _dump, deadline)| {

@@ -4,9 +4,13 @@ mod common;
 
 use common::*;
 
-const ARITY: &str = "ERR wrong number of arguments for 'msetex' command";
+fn arity() -> String {
+    named("ERR wrong number of arguments for 'msetex' command")
+}
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-const EXPIRE: &str = "ERR invalid expire time in 'msetex' command";
+fn expire() -> String {
+    target().invalid_expire(target().command_name())
+}
 
 /// Fills a database whose every key a bad call below names.
 fn populated(server: &Server) -> Connection {
@@ -37,7 +41,7 @@ fn wrong_number_of_arguments() {
         &["msetex", "60", "k"],
         &["MsEtEx", "60", "k", "v", "k2"],
     ] {
-        assert_refused(&mut con, args, ARITY);
+        assert_refused(&mut con, args, &arity());
     }
 }
 
@@ -87,7 +91,7 @@ fn invalid_expire_time() {
         assert_refused(
             &mut con,
             &["MSETEX", seconds, "k", "v", "list", "v"],
-            EXPIRE,
+            &expire(),
         );
     }
 }
@@ -98,17 +102,18 @@ fn set_ex_words_the_same_errors() {
     let server = Server::start();
     let mut con = server.client();
     assert_eq!(err(&mut con, &["SET", "k", "v", "EX", "abc"]), NOT_INTEGER);
+    let name = target().command_name();
     assert_eq!(
         err(&mut con, &["SET", "k", "v", "EX", "0"]),
-        EXPIRE.replace("msetex", "set")
+        expire().replace(name, "set")
     );
     assert_eq!(
         err(&mut con, &["SET", "k", "v", "EX", "9223372036854775"]),
-        EXPIRE.replace("msetex", "set")
+        expire().replace(name, "set")
     );
     assert_eq!(
         err(&mut con, &["SETEX", "k"]),
-        ARITY.replace("msetex", "setex")
+        arity().replace(name, "setex")
     );
 }
 
@@ -120,7 +125,7 @@ fn the_largest_valid_ttl_is_accepted() {
     let largest = (i64::MAX - now_ms() - 60_000) / 1000;
     let ok = exec(&mut con, &["MSETEX", &largest.to_string(), "k", "v"]).unwrap();
     assert_eq!(ok, Value::Okay);
-    let deadline: i64 = q(&mut con, &["PEXPIRETIME", "k"]);
+    let deadline = deadline_of(&mut con, "k").0;
     assert!(deadline > i64::MAX - 120_000, "{deadline}");
 }
 
@@ -205,13 +210,13 @@ fn hostile_corpus_gets_exact_errors_and_writes_nothing() {
         let overflow = (!pxat).then_some("9223372036854775807");
         for time in out_of_range.into_iter().chain(overflow) {
             let args = call(time, &["k", "v"]);
-            assert_eq!(err(&mut con, &args), EXPIRE, "{args:?}");
+            assert_eq!(err(&mut con, &args), expire(), "{args:?}");
             calls += 1;
         }
         for pairs in [&["k"][..], &["k", "v", "k2"], &["", "", ""]] {
             let args = call("10", pairs);
             if args.len() >= 4 {
-                assert_eq!(err(&mut con, &args), ARITY, "{args:?}");
+                assert_eq!(err(&mut con, &args), arity(), "{args:?}");
                 calls += 1;
             }
         }

@@ -9,11 +9,16 @@ use common::*;
 fn load_and_unload_at_run_time() {
     let server = ServerConfig::without_module().start();
     let mut con = server.client();
-    let path = module_path().display().to_string();
+    let mut load = vec![
+        "MODULE".to_owned(),
+        "LOAD".to_owned(),
+        module_path().display().to_string(),
+    ];
+    load.extend(target().default_module_args());
     let unknown = err(&mut con, &["MSETEX", "60", "k", "v"]);
     assert!(unknown.starts_with("ERR unknown command"), "{unknown}");
 
-    q::<(), _>(&mut con, &["MODULE", "LOAD", path.as_str()]);
+    q::<(), _>(&mut con, &load);
     assert_eq!(
         exec(&mut con, &["MSETEX", "60", "k", "v"]).unwrap(),
         Value::Okay
@@ -31,7 +36,7 @@ fn load_and_unload_at_run_time() {
     );
 
     // And back again.
-    q::<(), _>(&mut con, &["MODULE", "LOAD", path.as_str()]);
+    q::<(), _>(&mut con, &load);
     assert_eq!(
         exec(&mut con, &["MSETEX", "60", "k2", "v2"]).unwrap(),
         Value::Okay

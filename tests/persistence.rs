@@ -4,8 +4,6 @@
 mod common;
 
 use common::*;
-use std::fs;
-use std::path::Path;
 
 const KEYS: [&[u8]; 4] = [b"p:a", b"p:int", b"p:bin", b"p:empty"];
 
@@ -25,23 +23,6 @@ fn write_sample(con: &mut Connection) {
     assert_eq!(exec(con, &args).unwrap(), Value::Okay);
     // An in-place overwrite and a second deadline.
     q::<(), _>(con, &["MSETEX", "2000", "p:a", "omega"]);
-}
-
-/// Every AOF file's text (base and increments of the multi-part AOF).
-fn aof_text(dir: &Path) -> String {
-    let mut text = Vec::new();
-    let aof_dir = dir.join("appendonlydir");
-    let mut files: Vec<_> = fs::read_dir(&aof_dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", aof_dir.display()))
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "aof"))
-        .collect();
-    files.sort();
-    for file in files {
-        text.extend(fs::read(file).expect("read aof"));
-    }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 fn aof_config() -> ServerConfig {

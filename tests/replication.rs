@@ -43,7 +43,7 @@ fn replica_without_the_module_gets_the_same_deadlines() {
     wait_for_replicas(&mut p, 1);
     let on_primary = values_and_deadlines(&mut p, &KEYS);
     assert!(
-        on_primary.iter().all(|(v, d)| v.is_some() && *d > 0),
+        on_primary.iter().all(|(v, d)| v.is_some() && d.0 > 0),
         "{on_primary:?}"
     );
     assert_eq!(values_and_deadlines(&mut r, &KEYS), on_primary);

@@ -17,7 +17,7 @@ fn sets_every_key_with_one_deadline() {
     assert_eq!(values, ["1", "two", "3"]);
     let deadlines: Vec<i64> = ["a", "b", "c"]
         .iter()
-        .map(|k| q(&mut con, &["PEXPIRETIME", k]))
+        .map(|k| deadline_of(&mut con, k).0)
         .collect();
     assert!(
         deadlines.iter().all(|d| *d == deadlines[0]),
@@ -155,9 +155,9 @@ fn refreshing_a_session_replaces_value_and_deadline() {
     let server = Server::start();
     let mut con = server.client();
     q::<(), _>(&mut con, &["MSETEX", "1000", "s", "0123456789abcdef"]);
-    let first: i64 = q(&mut con, &["PEXPIRETIME", "s"]);
+    let first = deadline_of(&mut con, "s").0;
     q::<(), _>(&mut con, &["MSETEX", "10", "s", "fedcba9876543210"]);
-    let second: i64 = q(&mut con, &["PEXPIRETIME", "s"]);
+    let second = deadline_of(&mut con, "s").0;
     let value: String = q(&mut con, &["GET", "s"]);
     assert_eq!(value, "fedcba9876543210");
     assert!(
@@ -255,7 +255,7 @@ fn works_inside_multi_exec() {
     let mut con = server.client();
     let reply: Vec<Value> = redis::pipe()
         .atomic()
-        .cmd("MSETEX")
+        .cmd(target().command_name())
         .arg("60")
         .arg("t1")
         .arg("a")
@@ -274,21 +274,25 @@ fn works_inside_multi_exec() {
 fn works_from_a_lua_script() {
     let server = Server::start();
     let mut con = server.client();
-    let script = "return redis.call('MSETEX', ARGV[1], KEYS[1], ARGV[2], KEYS[2], ARGV[3])";
-    let reply = exec(&mut con, &["EVAL", script, "2", "l1", "l2", "60", "x", "9"]).unwrap();
+    let name = target().command_name();
+    let script =
+        format!("return redis.call('{name}', ARGV[1], KEYS[1], ARGV[2], KEYS[2], ARGV[3])");
+    let reply = exec(
+        &mut con,
+        &["EVAL", &script, "2", "l1", "l2", "60", "x", "9"],
+    )
+    .unwrap();
     assert_eq!(reply, Value::Okay);
     let got: Vec<String> = q(&mut con, &["MGET", "l1", "l2"]);
     assert_eq!(got, ["x", "9"]);
     let ttl: i64 = q(&mut con, &["TTL", "l2"]);
     assert!(ttl > 0);
     // Errors surface to the script like any command's.
-    let script = "return redis.pcall('MSETEX', '0', KEYS[1], 'x')";
-    let reply = exec(&mut con, &["EVAL", script, "1", "l3"]);
+    let script = format!("return redis.pcall('{name}', '0', KEYS[1], 'x')");
+    let reply = exec(&mut con, &["EVAL", &script, "1", "l3"]);
     let text = error_text(&reply.unwrap_err());
-    assert!(
-        text.contains("invalid expire time in 'msetex' command"),
-        "{text}"
-    );
+    let expected = target().invalid_expire(name);
+    assert!(text.contains(expected.trim_start_matches("ERR ")), "{text}");
 }
 
 #[test]

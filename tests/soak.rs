@@ -30,7 +30,7 @@ fn write_share(con: &mut Connection, client: usize, keys: usize, errors: &Atomic
     let (mut written, mut calls) = (0, 0);
     while written < keys {
         let batch = (1 + rng.next(1000) as usize).min(keys - written);
-        let mut cmd = redis::cmd("MSETEX");
+        let mut cmd = msetex();
         match rng.next(3) {
             0 => cmd.arg(1000 + rng.next(1000)),
             1 => cmd.arg("PX").arg(1_000_000 + rng.next(1_000_000)),
@@ -176,7 +176,7 @@ fn keys_expire_on_time() {
     let mut con = server.client();
     let keys = scaled(20_000, 200_000);
     for start in (0..keys).step_by(1000) {
-        let mut cmd = redis::cmd("MSETEX");
+        let mut cmd = msetex();
         cmd.arg("PX").arg(1500);
         for n in start..(start + 1000).min(keys) {
             cmd.arg(format!("short:{n}")).arg(n);
@@ -216,7 +216,7 @@ fn argument_extremes() {
     let mut con = server.client();
 
     // 100,000 keys in one call.
-    let mut cmd = redis::cmd("MSETEX");
+    let mut cmd = msetex();
     cmd.arg(600);
     for n in 0..100_000 {
         cmd.arg(format!("many:{n}")).arg(n % 7);
@@ -281,14 +281,19 @@ fn churn(con: &mut Connection, calls: usize) {
             let key = format!("leak:{}", n % 2000);
             match n % 8 {
                 0 => pipe
-                    .cmd("MSETEX")
+                    .cmd(target().command_name())
                     .arg(600)
                     .arg(&key)
                     .arg("same-len")
                     .ignore(),
-                1 => pipe.cmd("MSETEX").arg(600).arg(&key).arg(n).ignore(), // integer: SET path
+                1 => pipe
+                    .cmd(target().command_name())
+                    .arg(600)
+                    .arg(&key)
+                    .arg(n)
+                    .ignore(), // integer: SET path
                 2 => pipe
-                    .cmd("MSETEX")
+                    .cmd(target().command_name())
                     .arg("NX")
                     .arg("PX")
                     .arg(60_000)
@@ -296,23 +301,23 @@ fn churn(con: &mut Connection, calls: usize) {
                     .arg("x")
                     .ignore(),
                 3 => pipe
-                    .cmd("MSETEX")
+                    .cmd(target().command_name())
                     .arg("XX")
                     .arg("EXAT")
                     .arg(4_000_000_000u64)
                     .arg(&key)
                     .arg("y")
                     .ignore(),
-                4 => pipe.cmd("MSETEX").arg(0).arg(&key).arg("x"), // error
+                4 => pipe.cmd(target().command_name()).arg(0).arg(&key).arg("x"), // error
                 5 => pipe
-                    .cmd("MSETEX")
+                    .cmd(target().command_name())
                     .arg("NX")
                     .arg("XX")
                     .arg(1)
                     .arg(&key)
                     .arg("x"), // error
                 6 => pipe
-                    .cmd("MSETEX")
+                    .cmd(target().command_name())
                     .arg(600)
                     .arg(&key)
                     .arg("x".repeat(n % 50))
@@ -320,7 +325,7 @@ fn churn(con: &mut Connection, calls: usize) {
                     .arg("")
                     .ignore(),
                 _ => pipe
-                    .cmd("MSETEX")
+                    .cmd(target().command_name())
                     .arg("PXAT")
                     .arg(1)
                     .arg(&key)

@@ -1,12 +1,16 @@
 //! Shared harness: real `redis-server` processes on 127.0.0.1, each with its
 //! own free port and temporary directory, killed when dropped.
 //!
-//! - `REDIS_SERVER` picks the server binary (default: `redis-server` on PATH).
+//! - `REDIS_SERVER` picks the server binary (default: `redis-server` on PATH);
+//!   [`target`] tells the tests which product and version it is.
 //! - `MSETEX_MODULE` picks the module (default: target/release/libmsetex.so,
 //!   which `make test` builds first).
 //! - `MSETEX_KEEP_TMP=1` keeps the temporary directories for inspection.
 
 #![allow(dead_code)] // each test file uses a different part of the harness
+
+mod target;
+pub use target::*;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -40,7 +44,7 @@ pub fn module_path() -> PathBuf {
 }
 
 fn server_binary() -> String {
-    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+    target().binary.clone()
 }
 
 /// A fresh, empty directory under the system temp dir, removed on drop.
@@ -87,9 +91,12 @@ pub struct ServerConfig {
 }
 
 impl Default for ServerConfig {
+    /// The module loaded so that the tests reach it as `MSETEX` (see
+    /// [`exec`]): under its own name, or where the server has a built-in
+    /// MSETEX, under [`RENAMED`].
     fn default() -> Self {
         ServerConfig {
-            module: Some(Vec::new()),
+            module: Some(target().default_module_args()),
             module_file: None,
             lines: Vec::new(),
         }
@@ -235,9 +242,9 @@ impl Server {
         let mut conf = format!(
             "port {port}\nbind 127.0.0.1\nprotected-mode yes\ndaemonize no\n\
              dir {dir}\nlogfile {dir}/redis.log\nsave \"\"\nappendonly no\n\
-             enable-module-command yes\nenable-debug-command yes\n\
-             repl-diskless-sync-delay 0\n",
-            dir = dir.display()
+             repl-diskless-sync-delay 0\n{base}",
+            dir = dir.display(),
+            base = target().base_config(),
         );
         if let Some(args) = &self.config.module {
             let file = self.config.module_file.clone().unwrap_or_else(module_path);
@@ -352,22 +359,47 @@ pub fn answers_ping(port: u16, timeout: Duration) -> bool {
     BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("+PONG")
 }
 
+/// Builds a command from byte strings. `MSETEX` (any case) as the command,
+/// or as the command a COMMAND subcommand is asked about, is the module's
+/// TTL form: it becomes [`Target::command_name`], so every test reaches the
+/// module even where the server has a built-in MSETEX.
+pub fn command<A: AsRef<[u8]>>(args: &[A]) -> redis::Cmd {
+    let is_msetex = |arg: &A| arg.as_ref().eq_ignore_ascii_case(b"MSETEX");
+    let is_command = args
+        .first()
+        .is_some_and(|a| a.as_ref().eq_ignore_ascii_case(b"COMMAND"));
+    let mut cmd = redis::Cmd::new();
+    for (index, arg) in args.iter().enumerate() {
+        let renamed = (index == 0 || (index == 2 && is_command)) && is_msetex(arg);
+        if renamed {
+            cmd.arg(target().command_name());
+        } else {
+            cmd.arg(arg.as_ref());
+        }
+    }
+    cmd
+}
+
+/// `redis::cmd("MSETEX")` for the module's TTL form, by the name it has on
+/// this server.
+pub fn msetex() -> redis::Cmd {
+    redis::cmd(target().command_name())
+}
+
+/// `text` with `'msetex'` (an error text naming the command) replaced by the
+/// name the command has on this server.
+pub fn named(text: &str) -> String {
+    text.replace("'msetex'", &format!("'{}'", target().command_name()))
+}
+
 /// Runs one command given as byte strings; returns the raw reply.
 pub fn exec<A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> Result<Value, RedisError> {
-    let mut cmd = redis::Cmd::new();
-    for arg in args {
-        cmd.arg(arg.as_ref());
-    }
-    cmd.query(con)
+    command(args).query(con)
 }
 
 /// Runs a command that must succeed and converts its reply.
 pub fn q<T: redis::FromRedisValue, A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> T {
-    let mut cmd = redis::Cmd::new();
-    for arg in args {
-        cmd.arg(arg.as_ref());
-    }
-    cmd.query(con).unwrap_or_else(|e| {
+    command(args).query(con).unwrap_or_else(|e| {
         let printable: Vec<String> = args
             .iter()
             .map(|a| String::from_utf8_lossy(a.as_ref()).into_owned())
@@ -393,8 +425,49 @@ pub fn err<A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> String {
     }
 }
 
-/// One key as [`snapshot`] sees it: name, type, DUMP payload, PEXPIRETIME.
-pub type KeyState = (Vec<u8>, String, Option<Vec<u8>>, i64);
+/// A key's absolute expiry in unix milliseconds, as PEXPIRETIME reports it
+/// (-1: no TTL, -2: no such key).
+///
+/// Redis 6.2 has no PEXPIRETIME; there the deadline is TIME + PTTL read in
+/// one script, which can land one millisecond off the stored instant, so on
+/// 6.2 (only) two deadlines compare equal within that millisecond.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(pub i64);
+
+impl PartialEq for Deadline {
+    fn eq(&self, other: &Deadline) -> bool {
+        let tolerance = if target().is_7_0_or_later() { 0 } else { 1 };
+        if self.0 < 0 || other.0 < 0 {
+            return self.0 == other.0;
+        }
+        (self.0 - other.0).abs() <= tolerance
+    }
+}
+
+impl Eq for Deadline {}
+
+/// Lua for servers without PEXPIRETIME: the same -1 / -2 answers, otherwise
+/// now + PTTL in milliseconds.
+const DEADLINE_SCRIPT: &str = "local pttl = redis.call('PTTL', KEYS[1])\n\
+    if pttl < 0 then return pttl end\n\
+    local t = redis.call('TIME')\n\
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + pttl";
+
+/// The absolute expiry of `key` (see [`Deadline`]).
+pub fn deadline_of<K: AsRef<[u8]>>(con: &mut Connection, key: K) -> Deadline {
+    let key = key.as_ref();
+    if target().is_7_0_or_later() {
+        Deadline(q(con, &[b"PEXPIRETIME".as_slice(), key]))
+    } else {
+        Deadline(q(
+            con,
+            &[b"EVAL".as_slice(), DEADLINE_SCRIPT.as_bytes(), b"1", key],
+        ))
+    }
+}
+
+/// One key as [`snapshot`] sees it: name, type, DUMP payload, deadline.
+pub type KeyState = (Vec<u8>, String, Option<Vec<u8>>, Deadline);
 
 /// A snapshot of every key, sorted by name. Comparing two snapshots proves
 /// that a call changed nothing.
@@ -405,7 +478,7 @@ pub fn snapshot(con: &mut Connection) -> Vec<KeyState> {
         .map(|key| {
             let kind: String = q(con, &[b"TYPE".as_slice(), &key]);
             let dump: Option<Vec<u8>> = q(con, &[b"DUMP".as_slice(), &key]);
-            let deadline: i64 = q(con, &[b"PEXPIRETIME".as_slice(), &key]);
+            let deadline = deadline_of(con, &key);
             (key, kind, dump, deadline)
         })
         .collect()
@@ -462,13 +535,15 @@ pub fn wait_for_replicas(primary: &mut Connection, replicas: i64) {
     assert!(acked >= replicas, "only {acked} replicas acknowledged");
 }
 
-/// The value and PEXPIRETIME of each key, for comparing two servers.
-pub fn values_and_deadlines(con: &mut Connection, keys: &[&[u8]]) -> Vec<(Option<Vec<u8>>, i64)> {
+/// The value and deadline of each key, for comparing two servers.
+pub fn values_and_deadlines(
+    con: &mut Connection,
+    keys: &[&[u8]],
+) -> Vec<(Option<Vec<u8>>, Deadline)> {
     keys.iter()
         .map(|key| {
             let value: Option<Vec<u8>> = q(con, &[b"GET".as_slice(), key]);
-            let deadline: i64 = q(con, &[b"PEXPIRETIME".as_slice(), key]);
-            (value, deadline)
+            (value, deadline_of(con, key))
         })
         .collect()
 }
@@ -480,7 +555,10 @@ pub fn single_node_cluster() -> Server {
         .line("cluster-config-file nodes.conf")
         .start();
     let mut con = server.client();
-    q::<(), _>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    // CLUSTER ADDSLOTSRANGE is 7.0+; ADDSLOTS with every slot works everywhere.
+    let mut addslots = vec!["CLUSTER".to_owned(), "ADDSLOTS".to_owned()];
+    addslots.extend((0..16384).map(|slot: u32| slot.to_string()));
+    q::<(), _>(&mut con, &addslots);
     let ok = eventually(Duration::from_secs(20), || {
         q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
     });
@@ -682,4 +760,68 @@ pub fn record_result(test: &str, figures: &str) {
             Path::new(&path).display()
         );
     }
+}
+
+/// Skips the running test on servers that lack what it tests: returns true
+/// (and the test returns at once) unless `supported`. The skip and its reason
+/// go to stderr and to $MSETEX_SKIPS, which `make test-matrix` reads so that
+/// a skipped test is reported as skipped, never counted as passed.
+///
+/// ```ignore
+/// if skip_unless(target().is_7_0_or_later(), "COMMAND DOCS needs Redis 7.0") {
+///     return;
+/// }
+/// ```
+pub fn skip_unless(supported: bool, reason: &str) -> bool {
+    if supported {
+        return false;
+    }
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_owned();
+    let line = format!(
+        "{}::{test}\t{}\t{reason}\n",
+        env!("CARGO_CRATE_NAME"),
+        target().describe()
+    );
+    eprintln!(
+        "SKIPPED {}::{test} on {}: {reason}",
+        env!("CARGO_CRATE_NAME"),
+        target().describe()
+    );
+    if let Some(path) = std::env::var_os("MSETEX_SKIPS") {
+        let written = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            eprintln!(
+                "cannot record a skip in {}: {e}",
+                Path::new(&path).display()
+            );
+        }
+    }
+    true
+}
+
+/// The text of every AOF file of a server directory, in order: the base
+/// and increments of a multi-part AOF (Redis 7.0+), or appendonly.aof.
+pub fn aof_text(dir: &Path) -> String {
+    let aof_dir = dir.join("appendonlydir");
+    let mut files: Vec<PathBuf> = match fs::read_dir(&aof_dir) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "aof"))
+            .collect(),
+        Err(_) => vec![dir.join("appendonly.aof")],
+    };
+    files.sort();
+    let mut text = Vec::new();
+    for file in files {
+        text.extend(fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())));
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }

@@ -1,0 +1,185 @@
+//! The server under test (`REDIS_SERVER`, default `redis-server` on PATH):
+//! which product and version it is, and what that means for the tests.
+//!
+//! Everything that differs between Redis 6.2 - 8.x and Valkey 7.2 - 9.x is
+//! decided here, from the version the binary reports, so that a test states
+//! what it expects of *this* server instead of loosening its assertion.
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Redis or Valkey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Product {
+    Redis,
+    Valkey,
+}
+
+/// The server binary the tests start.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub binary: String,
+    pub product: Product,
+    pub version: (u32, u32, u32),
+}
+
+/// The name the TTL-form tests call MSETEX by. Servers with a built-in
+/// MSETEX (Redis 8.4+, Valkey 9.1+) keep that name for themselves, so the
+/// module is loaded there under this one.
+pub const RENAMED: &str = "msetex.ttl";
+
+static TARGET: OnceLock<Target> = OnceLock::new();
+
+/// The server under test, identified once per test binary from `--version`.
+pub fn target() -> &'static Target {
+    TARGET.get_or_init(|| {
+        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let output = Command::new(&binary)
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {binary} --version ({e}): set REDIS_SERVER"));
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        Target::from_version_line(binary, &text)
+            .unwrap_or_else(|| panic!("cannot read the server version from {text:?}"))
+    })
+}
+
+impl Target {
+    /// Reads `Redis server v=7.0.15 ...`, `Valkey server v=8.0.1 ...` or
+    /// Valkey 7.2's `Server v=7.2.7 ...`.
+    fn from_version_line(binary: String, line: &str) -> Option<Target> {
+        let product = if line.starts_with("Redis server") {
+            Product::Redis
+        } else if line.starts_with("Valkey server") || line.starts_with("Server v=") {
+            Product::Valkey
+        } else {
+            return None;
+        };
+        let version = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("v="))?;
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+        let version = (
+            parts.next()??,
+            parts.next()??,
+            parts.next().flatten().unwrap_or(0),
+        );
+        Some(Target {
+            binary,
+            product,
+            version,
+        })
+    }
+
+    /// "Redis 7.0.15", "Valkey 9.1.2": as the module's log lines name it.
+    pub fn describe(&self) -> String {
+        let (a, b, c) = self.version;
+        format!("{} {a}.{b}.{c}", self.product_name())
+    }
+
+    pub fn product_name(&self) -> &'static str {
+        match self.product {
+            Product::Redis => "Redis",
+            Product::Valkey => "Valkey",
+        }
+    }
+
+    pub fn is_valkey(&self) -> bool {
+        self.product == Product::Valkey
+    }
+
+    /// True from `redis` on Redis, from `valkey` on Valkey (either may be None).
+    pub fn at_least(&self, redis: Option<(u32, u32)>, valkey: Option<(u32, u32)>) -> bool {
+        let (major, minor, _) = self.version;
+        let floor = match self.product {
+            Product::Redis => redis,
+            Product::Valkey => valkey,
+        };
+        floor.is_some_and(|floor| (major, minor) >= floor)
+    }
+
+    /// Redis 7.0 and every Valkey: the version every newer config and command
+    /// below builds on (multi-part AOF, PEXPIRETIME, COMMAND DOCS, key specs,
+    /// `enable-module-command`, CLUSTER ADDSLOTSRANGE).
+    pub fn is_7_0_or_later(&self) -> bool {
+        self.at_least(Some((7, 0)), Some((7, 2)))
+    }
+
+    /// Redis 8.4+ and Valkey 9.1+ ship their own MSETEX.
+    pub fn has_builtin_msetex(&self) -> bool {
+        self.at_least(Some((8, 4)), Some((9, 1)))
+    }
+
+    /// ACL categories for module commands (RedisModule_SetCommandACLCategories).
+    pub fn has_module_acl_categories(&self) -> bool {
+        self.at_least(Some((7, 2)), Some((7, 2)))
+    }
+
+    /// The name the TTL-form tests call the module's command by.
+    pub fn command_name(&self) -> &'static str {
+        if self.has_builtin_msetex() {
+            RENAMED
+        } else {
+            "msetex"
+        }
+    }
+
+    /// Load arguments that register the TTL form under [`Self::command_name`].
+    pub fn default_module_args(&self) -> Vec<String> {
+        if self.has_builtin_msetex() {
+            vec!["COMMAND-NAME".to_owned(), RENAMED.to_owned()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The server's refusal when an ACL key pattern does not match.
+    pub fn noperm_key(&self) -> &'static str {
+        if self.at_least(Some((7, 2)), Some((7, 2))) {
+            "NOPERM No permissions to access a key"
+        } else {
+            "NOPERM this user has no permissions to access one of the keys used as arguments"
+        }
+    }
+
+    /// The server's refusal when a user may not run `command` at all.
+    pub fn noperm_command(&self, user: &str, command: &str) -> String {
+        if self.at_least(Some((7, 2)), Some((7, 2))) {
+            format!("NOPERM User {user} has no permissions to run the '{command}' command")
+        } else if self.is_7_0_or_later() {
+            format!("NOPERM this user has no permissions to run the '{command}' command")
+        } else {
+            format!(
+                "NOPERM this user has no permissions to run the '{command}' command or its subcommand"
+            )
+        }
+    }
+
+    /// SET's words for an invalid TTL, naming `command` as the server does
+    /// (Redis 6.2: `invalid expire time in set`).
+    pub fn invalid_expire(&self, command: &str) -> String {
+        if self.is_7_0_or_later() {
+            format!("ERR invalid expire time in '{command}' command")
+        } else {
+            format!("ERR invalid expire time in {command}")
+        }
+    }
+
+    /// Modules every server of this version loads by itself (MODULE LIST).
+    pub fn bundled_modules(&self) -> &'static [&'static str] {
+        match self.product {
+            Product::Redis if self.version.0 >= 8 => &["vectorset"],
+            Product::Valkey if self.version.0 >= 9 => &["lua"],
+            _ => &[],
+        }
+    }
+
+    /// Config lines this version knows that the harness always wants.
+    pub fn base_config(&self) -> &'static str {
+        if self.is_7_0_or_later() {
+            "enable-module-command yes\nenable-debug-command yes\n"
+        } else {
+            ""
+        }
+    }
+}

@@ -1,72 +1,163 @@
-//! MSETEX itself: validate the whole call, check NX/XX against every key,
-//! then for each key write the value, set the deadline, notify and
-//! replicate, in the order `SET ... PXAT` does.
+//! MSETEX itself: validate the whole call, check that the server learned its
+//! keys and that the user may write, check NX/XX against every key, then
+//! write every key (`write`), replicating as it goes (`propagation`).
 //!
-//! Atomicity comes from the server running one command at a time; the only
-//! thing we must guarantee is that an error reply means nothing was written,
-//! which is why every check happens in `parse` before the first write.
+//! Atomicity comes from the server running one command at a time; what the
+//! module guarantees is that an error reply means nothing was written:
+//! every check that can refuse a call runs before the first write.
 
 use std::ffi::CString;
-use std::sync::RwLock;
 
-use crate::ffi::{Arg, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply};
-use crate::parse::{self, Condition, ParseError, Request};
-use crate::{propagation, stats};
+use crate::config::{self, AclCheck, KeysDeclared, Module};
+use crate::ffi::{Arg, ContextFlags, Ctx, KeyPositions, Reply, Touch};
+use crate::parse::{self, Ack, Condition, ParseError, Request, Syntax};
+use crate::propagation::{PerCallCommand, Wire};
+use crate::server::Product;
+use crate::{stats, write};
 
-/// The name the command was registered under, used in error texts the way
-/// the server uses a command's own name ("... for 'msetex' command").
-static COMMAND_NAME: RwLock<String> = RwLock::new(String::new());
-
-/// Records the registered command name (lower case, as the server reports it).
-pub fn set_command_name(name: &str) {
-    if let Ok(mut slot) = COMMAND_NAME.write() {
-        *slot = name.to_ascii_lowercase();
-    }
-}
-
-fn command_name() -> String {
-    COMMAND_NAME
-        .read()
-        .map(|name| name.clone())
-        .unwrap_or_default()
-}
-
-/// `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]`
+/// `MSETEX ...` in the syntax the module was loaded with.
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     stats::record_call();
-    let request = match parse::parse(args, ctx.now_ms()) {
-        Ok(request) => request,
-        Err(error) => {
-            stats::record_error();
-            return Reply::Error(error_text(error));
-        }
+    let Some(module) = config::get() else {
+        stats::record_error();
+        return Reply::Error(c"ERR msetex is not loaded".to_owned());
     };
-    let pairs = args.get(request.first_key..).unwrap_or_default();
-    if !condition_holds(ctx, pairs, request.condition) {
-        return Reply::Integer(0);
-    }
-    match write_all(ctx, pairs, &request) {
-        Ok(written) => {
-            stats::record_keys(written);
-            match request.condition {
-                Condition::Always => Reply::Ok,
-                Condition::NoneExist | Condition::AllExist => Reply::Integer(1),
-            }
-        }
-        Err(error) => {
+    match run(ctx, module, args) {
+        Ok(reply) => reply,
+        Err(refusal) => {
             stats::record_error();
-            ctx.log_warning(&error.to_string());
-            Reply::Error(internal_error_text(&error))
+            let text = match refusal {
+                Refusal::Parse(error) => error_text(error, module),
+                Refusal::Text(text) => text,
+                Refusal::Failed(step) => {
+                    // Cannot happen by the module API's contract; if it does,
+                    // the keys written before stay written and replicated.
+                    ctx.log_warning(&format!("msetex: failed to {step}"));
+                    format!("ERR msetex failed to {step}")
+                }
+            };
+            Reply::Error(CString::new(text).unwrap_or_else(|_| c"ERR msetex".to_owned()))
         }
     }
 }
 
-/// Answers the server's "where are the keys" call (`getkeys-api`): the
-/// keys move with the options, so a fixed first/last/step cannot say. A
-/// call whose shape is invalid declares no keys and fails when it runs.
+/// Why a call was refused.
+enum Refusal {
+    Parse(ParseError),
+    Text(String),
+    Failed(write::Failed),
+}
+
+impl From<ParseError> for Refusal {
+    fn from(error: ParseError) -> Refusal {
+        Refusal::Parse(error)
+    }
+}
+
+impl From<write::Failed> for Refusal {
+    fn from(step: write::Failed) -> Refusal {
+        Refusal::Failed(step)
+    }
+}
+
+fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Refusal> {
+    let flags = ctx.flags();
+    let request = parse::parse(module.syntax, args, ctx.now_ms())?;
+    keys_were_declared(module, &request, flags).map_err(Refusal::Text)?;
+    check_acl(ctx, module, args, &request, flags)?;
+    let pairs = args.get(request.pairs.clone()).unwrap_or_default();
+    if !condition_holds(ctx, pairs, request.condition) {
+        return Ok(Reply::Integer(0));
+    }
+    let mut wire = Wire::new(ctx, module.replicate, flags.aof);
+    let deletes = write::deletes_past_keys(
+        &module.profile,
+        request.expiry,
+        ctx.now_ms(),
+        flags.replica || flags.loading,
+    );
+    if let Some(event) = deletes {
+        write::delete_all(ctx, pairs, event, &mut wire)?;
+    } else {
+        let written = write::write_all(ctx, &module.profile, pairs, request.expiry, &mut wire)?;
+        wire.finish(&PerCallCommand {
+            name: &module.name_c,
+            syntax: module.syntax,
+            pairs,
+        })?;
+        stats::record_keys(written);
+    }
+    Ok(match request.ack {
+        Ack::Ok => Reply::Ok,
+        Ack::One => Reply::Integer(1),
+    })
+}
+
+/// Where the server could not learn the call's keys exactly (key
+/// specifications only, see [`KeysDeclared`]), the call is refused before
+/// anything happens: the server's slot and ACL checks looked at the wrong
+/// arguments, or at none.
+fn keys_were_declared(
+    module: &Module,
+    request: &Request,
+    flags: ContextFlags,
+) -> Result<(), String> {
+    if module.keys == KeysDeclared::ByCallback || flags.replicated || flags.loading {
+        return Ok(());
+    }
+    match module.syntax {
+        Syntax::Ttl if request.pairs.start != 2 => Err(format!(
+            "ERR {} options need the getkeys API, which this server would call from I/O \
+             threads (io-threads > 1): send '{} seconds key value ...', or load the module \
+             with SYNTAX NUMKEYS",
+            module.name, module.name
+        )),
+        Syntax::Numkeys if module.cluster => Err(format!(
+            "ERR {} cannot declare the keys of its NUMKEYS form on this cluster node, which \
+             asks for command keys from I/O threads (io-threads > 1): set io-threads 1 or \
+             use SYNTAX TTL",
+            module.name
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Redis 7.0 has no ACL categories for module commands, so `-@write`
+/// would not stop MSETEX there: the user must be allowed to run SET on the
+/// call's first key, as the server would check it for SET itself. The
+/// replication link and AOF loading are not checked, as the server's own.
+fn check_acl(
+    ctx: &Ctx<'_>,
+    module: &Module,
+    args: &[Arg<'_>],
+    request: &Request,
+    flags: ContextFlags,
+) -> Result<(), Refusal> {
+    if module.acl != AclCheck::AgainstSet || flags.replicated || flags.loading {
+        return Ok(());
+    }
+    let key = request.pairs.start;
+    let (Some(key), Some(value)) = (args.get(key), args.get(key + 1)) else {
+        return Ok(());
+    };
+    if ctx.may_run_set(*key, *value, &module.name_c) {
+        Ok(())
+    } else {
+        Err(Refusal::Text(format!(
+            "NOPERM this user has no permissions to run the '{}' command",
+            module.name
+        )))
+    }
+}
+
+/// Answers the server's "where are the keys" call (`getkeys-api`). A call
+/// whose shape is invalid declares no keys and fails when it runs.
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    if let Ok(layout) = parse::parse_layout(args) {
-        for index in layout.key_indexes(args.len()) {
+    let Some(module) = config::get() else {
+        return;
+    };
+    if let Some(pairs) = parse::pair_range(module.syntax, args) {
+        for index in pairs.step_by(2) {
             positions.key_at(index);
         }
     }
@@ -74,7 +165,8 @@ pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
 
 /// NX / XX: checks every key before anything is written. Keys are looked
 /// up as a write command does (a logically expired key counts as absent),
-/// without touching hit/miss statistics or signalling anything.
+/// without counting an access, touching hit/miss statistics or signalling
+/// anything: the write that follows counts the one access SET would.
 fn condition_holds(ctx: &Ctx<'_>, pairs: &[Arg<'_>], condition: Condition) -> bool {
     let wanted_empty = match condition {
         Condition::Always => return true,
@@ -82,168 +174,36 @@ fn condition_holds(ctx: &Ctx<'_>, pairs: &[Arg<'_>], condition: Condition) -> bo
         Condition::AllExist => false,
     };
     pairs.iter().step_by(2).all(|key| {
-        ctx.open_key_for_write(*key)
+        ctx.open_key(*key, Touch::No)
             .is_some_and(|handle| handle.is_empty() == wanted_empty)
     })
 }
 
-/// The Redis error text for a refused call, as the server words it.
-fn error_text(error: ParseError) -> CString {
-    let text = match error {
-        ParseError::WrongArity => {
-            format!(
-                "ERR wrong number of arguments for '{}' command",
-                command_name()
-            )
-        }
+/// The error text for a refused call, as the server words it: SET's texts
+/// for the TTL, the built-in MSETEX's for the NUMKEYS form (Valkey words
+/// two of them differently).
+fn error_text(error: ParseError, module: &Module) -> String {
+    let name = &module.name;
+    let valkey = module.profile.product == Product::Valkey;
+    match error {
+        ParseError::WrongArity => format!("ERR wrong number of arguments for '{name}' command"),
         ParseError::Syntax => "ERR syntax error".to_owned(),
         ParseError::NotAnInteger => "ERR value is not an integer or out of range".to_owned(),
-        ParseError::InvalidExpireTime => {
-            format!("ERR invalid expire time in '{}' command", command_name())
+        ParseError::InvalidExpireTime if module.profile.legacy_error_texts => {
+            format!("ERR invalid expire time in {name}")
         }
-    };
-    CString::new(text).unwrap_or_else(|_| c"ERR invalid arguments".to_owned())
-}
-
-fn internal_error_text(error: &WriteError) -> CString {
-    CString::new(format!("ERR msetex {error}"))
-        .unwrap_or_else(|_| c"ERR msetex internal error".to_owned())
-}
-
-/// A module API call that its preconditions say cannot fail, failed.
-#[derive(Debug)]
-enum WriteError {
-    /// Could not allocate the strings shared by the replicated commands
-    /// (checked before the first write, so nothing was written).
-    Setup,
-    /// A key could not be written; earlier keys of the call were written
-    /// and replicated, so replicas still match this server.
-    Key { index: usize, step: &'static str },
-}
-
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WriteError::Setup => write!(f, "could not allocate the replication arguments"),
-            WriteError::Key { index, step } => {
-                write!(f, "failed to {step} for key #{index} of the call")
-            }
+        ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),
+        ParseError::InvalidNumkeys if valkey => {
+            "ERR invalid numkeys value or out of range".to_owned()
         }
-    }
-}
-
-/// Writes and replicates every pair; returns how many keys were written.
-fn write_all(ctx: &Ctx<'_>, pairs: &[Arg<'_>], request: &Request) -> Result<usize, WriteError> {
-    let replication = Replication::for_call(ctx, request.deadline_ms)?;
-    let mut written_keys = 0;
-    for (index, pair) in pairs.chunks_exact(2).enumerate() {
-        if let [key, value] = pair {
-            let written = write_key(ctx, *key, *value, request.deadline_ms)
-                .map_err(|step| WriteError::Key { index, step })?;
-            if written == Written::Directly {
-                replication
-                    .record(ctx, *key, *value)
-                    .map_err(|step| WriteError::Key { index, step })?;
-            }
-            written_keys += 1;
-        }
-    }
-    Ok(written_keys)
-}
-
-/// How this call's writes reach replicas and the AOF.
-enum Replication {
-    /// Every key goes out as `SET key value PXAT <deadline>`: absolute, so a
-    /// replica or an AOF replay lands on the same instant, and native, so
-    /// the AOF loads without this module. The two strings are shared.
-    Commands {
-        pxat: OwnedString,
-        deadline: OwnedString,
-    },
-    /// Nobody receives replicated commands (see `propagation`): only count
-    /// the change, as the server does for every key MSET writes.
-    CountOnly,
-}
-
-impl Replication {
-    fn for_call(ctx: &Ctx<'_>, deadline_ms: i64) -> Result<Replication, WriteError> {
-        if !propagation::replication_is_fed(ctx.aof_on()) {
-            return Ok(Replication::CountOnly);
-        }
-        Ok(Replication::Commands {
-            pxat: ctx.string(b"PXAT").ok_or(WriteError::Setup)?,
-            deadline: ctx.string_from_i64(deadline_ms).ok_or(WriteError::Setup)?,
-        })
-    }
-
-    fn record(&self, ctx: &Ctx<'_>, key: Arg<'_>, value: Arg<'_>) -> Result<(), &'static str> {
-        match self {
-            Replication::Commands { pxat, deadline } => {
-                if ctx.replicate_set_pxat(key, value, pxat, deadline) {
-                    Ok(())
-                } else {
-                    Err("replicate")
-                }
-            }
-            Replication::CountOnly => {
-                ctx.count_change_without_propagating();
-                Ok(())
-            }
-        }
-    }
-}
-
-/// How a key was written, which decides who replicates it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    /// Through the module key API: this module notifies and replicates.
-    Directly,
-    /// By the server's own SET, which notified, counted and replicated it.
-    BySet,
-}
-
-/// Writes one key with its value and deadline, signals it modified (WATCH,
-/// client-side caching) and fires `set` then `expire`. A deadline already
-/// past leaves the key logically expired, exactly as `SET ... PXAT` does.
-fn write_key(
-    ctx: &Ctx<'_>,
-    key: Arg<'_>,
-    value: Arg<'_>,
-    deadline_ms: i64,
-) -> Result<Written, &'static str> {
-    // A canonical integer is stored by SET in the compact `int` encoding (or
-    // as a shared integer), which no module API can produce: let SET do it.
-    // If the server refuses (SET renamed away), the generic path still
-    // writes the right value, only less compactly.
-    if let Some(number) = parse::parse_i64(value.bytes()) {
-        if ctx.call_set_integer_pxat(key, number, deadline_ms) {
-            return Ok(Written::BySet);
-        }
-    }
-    let mut handle = ctx.open_key_for_write(key).ok_or("open the key")?;
-    store_value(&mut handle, value)?;
-    ctx.signal_modified(key);
-    ctx.notify(EventClass::String, c"set", key);
-    if !handle.set_abs_expire(deadline_ms) {
-        return Err("set the expiry");
-    }
-    ctx.notify(EventClass::Generic, c"expire", key);
-    Ok(Written::Directly)
-}
-
-/// Stores `value` as the key's string. A key that already holds a string of
-/// the same length is overwritten in place: its dictionary entry and TTL
-/// entry stay, which is what makes refreshing a session as cheap as MSET.
-/// Anything else is replaced whole, like SET.
-fn store_value(handle: &mut Key<'_>, value: Arg<'_>) -> Result<(), &'static str> {
-    let bytes = value.bytes();
-    let same_length = !bytes.is_empty() && handle.string_len() == Some(bytes.len());
-    if same_length && handle.overwrite_same_length(bytes) {
-        return Ok(());
-    }
-    if handle.set(value) {
-        Ok(())
-    } else {
-        Err("store the value")
+        ParseError::InvalidNumkeys => "ERR invalid numkeys value".to_owned(),
+        ParseError::WrongPairCount if valkey => "ERR syntax error".to_owned(),
+        ParseError::WrongPairCount => "ERR wrong number of key-value pairs".to_owned(),
+        ParseError::NumkeysShape => format!(
+            "ERR this {name} takes the TTL first ({name} seconds key value ...), but the call \
+             has the shape of the numkeys form that Redis 8.4+ clients send ({name} numkeys \
+             key value ... EX seconds); nothing was written. Load the module with SYNTAX \
+             NUMKEYS to serve such clients"
+        ),
     }
 }

@@ -1,39 +1,38 @@
-//! redis-msetex: a Redis module that adds
+//! redis-msetex: a Redis module that adds MSETEX, which sets every key and
+//! its time to live in one atomic step, in either of two syntaxes:
 //!
 //! ```text
-//! MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]
+//! SYNTAX TTL      MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]
+//! SYNTAX NUMKEYS  MSETEX numkeys key value [key value ...] [NX | XX] [EX | PX | EXAT | PXAT t | KEEPTTL]
 //! ```
 //!
-//! which sets every key and its time to live in one atomic step.
-//!
-//! This file only loads the module: `server` reads the load arguments and
-//! identifies the server, `parse` validates a call, `command` applies it,
-//! `command_info` describes it, and `ffi` holds every raw module API call.
+//! This file only loads the module: `load_args` reads the load arguments,
+//! `server` identifies the server and what it means, `parse` validates a
+//! call, `command` applies it (`write` writes the keys, `propagation`
+//! decides what goes to replicas and the AOF), `command_info` describes
+//! it, and `ffi` holds every raw module API call.
 
 mod command;
 mod command_info;
+mod config;
 mod ffi;
+mod load_args;
 mod parse;
 mod propagation;
 mod server;
+mod sizing;
 mod stats;
+mod write;
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use redis_module::{redis_module, Context, RedisString, Status};
 
-use ffi::{LogLevel, Optional};
-
-/// `write`: refused on read-only replicas and counted as a write;
-/// `deny-oom`: refused (before running) when maxmemory is reached;
-/// `getkeys-api`: the command itself says where its keys are, since they
-/// move with the options.
-const COMMAND_FLAGS: &std::ffi::CStr = c"write deny-oom getkeys-api";
-/// Without options, keys are argv[2], argv[4], ... up to the last argument:
-/// what COMMAND INFO shows for clients that read first/last/step.
-const FIRST_KEY: i32 = 2;
-const LAST_KEY: i32 = -1;
-const KEY_STEP: i32 = 2;
+use config::{AclCheck, KeysDeclared, Module};
+use ffi::{Handler, LogLevel, Optional};
+use load_args::Replicate;
+use parse::Syntax;
+use server::{Environment, Profile, Registration, Server};
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     match load(ctx, args) {
@@ -46,72 +45,204 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 }
 
 fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
+    let raw = ctx.ctx;
     ffi::init_api()?;
     let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    let options = server::parse_load_args(&args)?;
+    let options = load_args::parse_load_args(&args)?;
     let fields = ffi::server_info_fields(
         c"server",
         &["redis_version", "server_name", "valkey_version"],
     );
-    let server = server::Server::identify(|name| {
+    let server = Server::identify(|name| {
         fields
             .iter()
             .find(|(field, _)| *field == name)
             .map(|(_, value)| value.as_str())
     });
-    server::check_command_name(server.as_ref(), &options)?;
-
-    let name = CString::new(options.command_name.as_str()).map_err(|e| e.to_string())?;
-    ffi::disable_implicit_signal(ctx.ctx)?;
-    ffi::register_info(ctx.ctx)?;
-    ffi::create_command(ctx.ctx, &name, COMMAND_FLAGS, FIRST_KEY, LAST_KEY, KEY_STEP)?;
-    command::set_command_name(&options.command_name);
-    register_extras(ctx, &name);
-
-    let events = ffi::subscribe_propagation_events(ctx.ctx);
-    propagation::set_events_subscribed(events);
-    if !events {
-        ffi::log(
-            ctx.ctx,
-            LogLevel::Notice,
-            "server events unavailable: every key is always replicated in full",
-        );
-    }
+    let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+    let environment = Environment {
+        cluster: ffi::cluster_enabled(raw),
+        io_threads: ffi::load_config(raw, c"io-threads")
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or(1),
+        jemalloc: allocator
+            .first()
+            .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+    };
+    let profile = Profile::new(server.as_ref(), environment);
     let on = server
         .as_ref()
-        .map_or_else(|| "an unidentified server".to_owned(), |s| s.describe());
-    ffi::log(
-        ctx.ctx,
-        LogLevel::Notice,
-        &format!("command '{}' registered on {on}", options.command_name),
+        .map_or_else(|| "an unidentified server".to_owned(), Server::describe);
+
+    if let Registration::BuiltinServes(line) = server::registration(server.as_ref(), &options)? {
+        ffi::log(raw, LogLevel::Notice, &line);
+        return Ok(());
+    }
+    // Every key MSETEX cannot write through the key API is written by the
+    // server's MSET, and REPLICATE SET sends SET: neither may have been
+    // renamed away, or a call could write without replicating.
+    let mut needed = vec![c"MSET"];
+    if options.replicate == Replicate::Set {
+        needed.push(c"SET");
+    }
+    if let Some(missing) = needed
+        .into_iter()
+        .find(|name| !ffi::command_exists(raw, name))
+    {
+        return Err(format!(
+            "MSETEX needs the server's {} command, which this server does not have under that \
+             name (rename-command?){}",
+            missing.to_string_lossy(),
+            if missing == c"SET" {
+                "; REPLICATE MSETEX does not replicate through SET"
+            } else {
+                ""
+            }
+        ));
+    }
+
+    let name = CString::new(options.command_name.as_str()).map_err(|e| e.to_string())?;
+    ffi::set_module_options(raw, profile.atomic_slot_migration)?;
+    ffi::register_info(raw)?;
+    let keys = if profile.keys_on_io_threads {
+        KeysDeclared::BySpecs
+    } else {
+        KeysDeclared::ByCallback
+    };
+    let docs = command_info::docs(options.syntax, keys == KeysDeclared::BySpecs);
+    let flags: &CStr = match keys {
+        KeysDeclared::ByCallback => c"write deny-oom getkeys-api",
+        KeysDeclared::BySpecs => c"write deny-oom",
+    };
+    ffi::create_command(raw, &name, flags, docs.legacy_keys, Handler::Msetex)?;
+    let acl = register_extras(ctx, &name, &docs);
+    let counter_c = match options.replicate {
+        Replicate::Msetex => {
+            let counter = CString::new(format!("{}.changes", options.command_name))
+                .map_err(|e| e.to_string())?;
+            ffi::create_command(
+                raw,
+                &counter,
+                c"readonly fast no-monitor no-slowlog allow-loading allow-stale",
+                (0, 0, 0),
+                Handler::Changes,
+            )?;
+            Some(counter)
+        }
+        Replicate::Set => None,
+    };
+
+    let watching = ffi::watch_replication(raw);
+    propagation::set_watching(watching && profile.shortcut_allowed);
+    if !watching {
+        ffi::log(
+            raw,
+            LogLevel::Notice,
+            "server events or command filters unavailable: every key is always replicated",
+        );
+    }
+    let notes = load_notes(
+        &options.command_name,
+        options.syntax,
+        options.replicate,
+        keys,
     );
+    config::set(Module {
+        name: options.command_name.clone(),
+        name_c: name,
+        syntax: options.syntax,
+        replicate: options.replicate,
+        profile,
+        keys,
+        acl,
+        cluster: environment.cluster,
+        counter_c,
+    });
+    let syntax = match options.syntax {
+        Syntax::Ttl => "TTL",
+        Syntax::Numkeys => "NUMKEYS",
+    };
+    ffi::log(
+        raw,
+        LogLevel::Notice,
+        &format!(
+            "command '{}' registered on {on} (SYNTAX {syntax})",
+            options.command_name
+        ),
+    );
+    for note in notes {
+        ffi::log(raw, LogLevel::Notice, &note);
+    }
     Ok(())
 }
 
-/// COMMAND DOCS data (7.0+) and ACL categories (7.2+): the command works
-/// without them, so a server that lacks or refuses them only gets a log line.
-fn register_extras(ctx: &Context, name: &std::ffi::CStr) {
+/// What the log should say about the choices a load made.
+fn load_notes(name: &str, syntax: Syntax, replicate: Replicate, keys: KeysDeclared) -> Vec<String> {
+    let mut notes = Vec::new();
+    if replicate == Replicate::Msetex {
+        let runs_natively = if syntax == Syntax::Numkeys && name == load_args::DEFAULT_COMMAND_NAME
+        {
+            " (or be Redis 8.4+ / Valkey 9.1+, which run it natively)"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "REPLICATE MSETEX: each call goes to replicas and the AOF as one '{name}' command; \
+             replicas and AOF loading need this module loaded with the same arguments{runs_natively}"
+        ));
+    }
+    if keys == KeysDeclared::BySpecs {
+        notes.push(format!(
+            "this server may ask for command keys from I/O threads: keys are declared by key \
+             specifications only, and {}",
+            match syntax {
+                Syntax::Ttl => "the TTL form's options are refused",
+                Syntax::Numkeys => "in cluster mode every call is refused",
+            }
+        ));
+    }
+    notes
+}
+
+/// COMMAND DOCS information (7.0+) and ACL categories (7.2+): the command
+/// works without them, so a server that lacks or refuses them only gets a
+/// log line. Returns how ACL rules reach the command.
+fn register_extras(ctx: &Context, name: &CStr, docs: &command_info::Docs) -> AclCheck {
+    let categories = ffi::set_acl_categories(ctx.ctx, name, command_info::ACL_CATEGORIES);
+    let acl = match categories {
+        Ok(Optional::Done) => AclCheck::ByServer,
+        _ if ffi::acl_check_available() => AclCheck::AgainstSet,
+        _ => AclCheck::Unavailable,
+    };
     let extras = [
         (
             "COMMAND DOCS information",
-            ffi::set_command_info(ctx.ctx, name),
+            ffi::set_command_info(ctx.ctx, name, docs),
         ),
         (
-            "ACL categories (rules by command name still work)",
-            ffi::set_acl_categories(ctx.ctx, name, command_info::ACL_CATEGORIES),
+            "ACL categories (MSETEX checks that the user may run SET instead)",
+            categories,
         ),
     ];
     for (what, outcome) in extras {
         match outcome {
             Ok(Optional::Done) => {}
-            Ok(Optional::Unsupported) => ffi::log(
-                ctx.ctx,
-                LogLevel::Notice,
-                &format!("this server does not support {what}; skipped"),
-            ),
+            Ok(Optional::Unsupported) => {
+                let what = if acl == AclCheck::Unavailable {
+                    "ACL categories (rules by command name still work)"
+                } else {
+                    what
+                };
+                ffi::log(
+                    ctx.ctx,
+                    LogLevel::Notice,
+                    &format!("this server does not support {what}; skipped"),
+                )
+            }
             Err(reason) => ffi::log(ctx.ctx, LogLevel::Warning, &format!("{what}: {reason}")),
         }
     }
+    acl
 }
 
 // Inside Redis every allocation goes through the server's allocator, so
@@ -128,7 +259,7 @@ const ALLOCATOR: Allocator = std::alloc::System;
 
 redis_module! {
     name: "msetex",
-    version: 10000,
+    version: 20000,
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: init,

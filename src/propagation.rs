@@ -1,34 +1,42 @@
-//! Whether anything can receive what a command replicates right now.
+//! What MSETEX puts on the wire to replicas and the AOF.
 //!
-//! Every key MSETEX writes is replicated as its own `SET key value PXAT ms`.
-//! `RedisModule_Replicate` pays for that (a command lookup and three
-//! allocations) even when the server then drops the command because there
-//! is no AOF, no replica and no replication backlog: on a standalone cache
-//! that is half of MSETEX's time. So the command asks this module first.
+//! Two modes (load argument `REPLICATE`): `SET` sends each key as its own
+//! native `SET key value PXAT ms`; `MSETEX` sends each call as one command
+//! with its absolute deadline. Either way, this module decides per call
+//! whether anything can receive what is replicated at all, because
+//! `RedisModule_Replicate` costs a command lookup and allocations (about
+//! 350 ns) even when the server then drops the command.
 //!
-//! The server only keeps a propagated command when (see `shouldPropagate`
-//! in Redis's server.c) the AOF is on, or it is a primary with a
-//! replication backlog or a replica. The AOF state is read exactly on every
-//! call (a context flag). The backlog and replica count are not visible to
-//! modules, so they are read from `INFO replication` on every cron tick and
-//! trusted only until something that can create a backlog happens: a fork
-//! (every full sync forks before its replica is fed), a role change, or a
-//! load from disk. Until the next probe after such an event, MSETEX
-//! replicates every key in full. Any doubt (a missing field, an event the
-//! server cannot deliver) means "replicate in full". docs/DESIGN.md has
-//! the whole argument.
+//! The server keeps a propagated command only when (`shouldPropagate` in
+//! server.c) the AOF is on, or it is a primary with a replication backlog
+//! or replicas. The AOF state is read exactly on every call. The backlog is
+//! created by a replica's SYNC or PSYNC, by a role change or by loading a
+//! data set: a command filter sees every SYNC/PSYNC before it runs, and
+//! server events announce the others, so the module knows at once when
+//! "nobody listens" stops being true. Only a probe of `INFO replication`
+//! (every cron tick) makes it true again. While it holds, no command is
+//! replicated at all: changes are counted with RedisModule_ReplicateVerbatim,
+//! which the server then drops, provably, before it reaches any stream.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::ffi::{Arg, Ctx, OwnedString};
+use crate::load_args::Replicate;
+use crate::parse::{Expiry, Syntax};
+
+// ---------------------------------------------------------------------------
+// Who listens
 
 /// True only while the last probe proved that nobody (no replica, no
 /// backlog) can receive replicated commands and nothing since could have
 /// changed that.
 static NOBODY_LISTENS: AtomicBool = AtomicBool::new(false);
 
-/// True once every event that can create a backlog is subscribed; without
-/// them a probe's answer could go stale unnoticed, so it is never trusted.
-static EVENTS_SUBSCRIBED: AtomicBool = AtomicBool::new(false);
+/// True once every signal that can announce a backlog is in place (events
+/// and the command filter); without them a probe's answer could go stale
+/// unnoticed, so it is never trusted.
+static WATCHING: AtomicBool = AtomicBool::new(false);
 
 /// The fields of `INFO replication` that decide whether replication is fed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,45 +75,183 @@ impl ReplicationInfo {
     }
 }
 
-/// Records whether the module could subscribe to every event it relies on.
-pub fn set_events_subscribed(ok: bool) {
-    EVENTS_SUBSCRIBED.store(ok, Ordering::Relaxed);
+/// Records whether every signal the state relies on is in place (and the
+/// server profile allows the shortcut at all).
+pub fn set_watching(ok: bool) {
+    WATCHING.store(ok, Ordering::Relaxed);
     if !ok {
         NOBODY_LISTENS.store(false, Ordering::Relaxed);
     }
 }
 
-/// A fork, role change or load happened: a backlog may exist from now on.
-pub fn on_backlog_may_change() {
+/// A replica's SYNC or PSYNC is about to run, a role changed or a data set
+/// is loading: a backlog or a replica may exist from now on.
+pub fn on_listener_may_appear() {
     NOBODY_LISTENS.store(false, Ordering::Relaxed);
 }
 
+/// True for the commands that turn a client into a replica (and create the
+/// replication backlog): SYNC and PSYNC, in any case.
+pub fn is_replication_handshake(command: &[u8]) -> bool {
+    command.eq_ignore_ascii_case(b"PSYNC") || command.eq_ignore_ascii_case(b"SYNC")
+}
+
 /// Cron tick: probe the state with `probe` (which reads `INFO replication`,
-/// or returns `None` if a field is missing). Probing on every tick, not only
-/// after events, also bounds how long a backlog created some way the events
-/// do not announce could go unnoticed: one tick.
+/// or returns `None` if a field is missing).
 pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
-    if !EVENTS_SUBSCRIBED.load(Ordering::Relaxed) {
+    if !WATCHING.load(Ordering::Relaxed) {
         return;
     }
     let proven = probe().is_some_and(|info| info.proves_nobody_listens());
     NOBODY_LISTENS.store(proven, Ordering::Relaxed);
 }
 
-/// What the last probe found, for `INFO msetex`: `none` when it proved
-/// that no replica or backlog can receive replicated commands.
-pub fn listeners_label() -> &'static CStr {
-    if NOBODY_LISTENS.load(Ordering::Relaxed) {
+/// True when nothing can receive a replicated command right now: no AOF
+/// (`aof_on` is the exact per-call state) and no replica or backlog.
+pub fn nobody_listens(aof_on: bool) -> bool {
+    !aof_on && NOBODY_LISTENS.load(Ordering::Relaxed)
+}
+
+/// For `INFO msetex`: `none` when MSETEX replicates nothing because nothing
+/// can receive it, `aof` when the AOF is on, `possible` otherwise.
+pub fn listeners_label(aof_on: bool) -> &'static CStr {
+    if aof_on {
+        c"aof"
+    } else if NOBODY_LISTENS.load(Ordering::Relaxed) {
         c"none"
     } else {
         c"possible"
     }
 }
 
-/// Whether a command replicated now can reach the AOF or a replica.
-/// `aof_on` is the exact per-call AOF state.
-pub fn replication_is_fed(aof_on: bool) -> bool {
-    aof_on || !NOBODY_LISTENS.load(Ordering::Relaxed)
+// ---------------------------------------------------------------------------
+// One call's replication
+
+/// How a key reached the keyspace, which decides what counts its change
+/// for RDB save points (`server.dirty`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrittenBy {
+    /// The module's key API: nothing counted it yet.
+    KeyApi,
+    /// The server's own MSET (called by the module): MSET counted it.
+    Mset,
+}
+
+/// What this call replicates, decided once when the call starts.
+enum Plan {
+    /// Nobody listens: replicate nothing, count each key-API change.
+    CountOnly,
+    /// `REPLICATE SET`: each key as `SET key value <tail>`.
+    PerKey,
+    /// `REPLICATE MSETEX`: the whole call as one command at the end; the
+    /// key-API writes are counted then.
+    PerCall { uncounted: usize },
+}
+
+/// The replication of one call: created before the first write, fed every
+/// write, finished after the last.
+pub struct Wire<'call> {
+    ctx: &'call Ctx<'call>,
+    plan: Plan,
+    /// `SET key value <tail>` for [`Plan::PerKey`]: the strings after the
+    /// value, created once per call.
+    set_tail: Vec<OwnedString>,
+    /// The call's expiry with its deadline resolved, once known.
+    expiry: Option<Expiry>,
+}
+
+impl<'call> Wire<'call> {
+    pub fn new(ctx: &'call Ctx<'call>, replicate: Replicate, aof_on: bool) -> Wire<'call> {
+        let plan = match replicate {
+            _ if nobody_listens(aof_on) => Plan::CountOnly,
+            Replicate::Set => Plan::PerKey,
+            Replicate::Msetex => Plan::PerCall { uncounted: 0 },
+        };
+        Wire {
+            ctx,
+            plan,
+            set_tail: Vec::new(),
+            expiry: None,
+        }
+    }
+
+    /// The call's expiry, once its deadline is known (before the first key
+    /// is replicated). Fails only if the server cannot allocate two strings.
+    pub fn set_expiry(&mut self, expiry: Expiry) -> Result<(), &'static str> {
+        if matches!(expiry, Expiry::In(_)) {
+            return Err("resolve the deadline");
+        }
+        self.expiry = Some(expiry);
+        if !matches!(self.plan, Plan::PerKey) {
+            return Ok(());
+        }
+        let tail = match expiry {
+            Expiry::In(_) => Vec::new(),
+            Expiry::At(deadline) => {
+                vec![self.ctx.string(b"PXAT"), self.ctx.string_from_i64(deadline)]
+            }
+            Expiry::Keep => vec![self.ctx.string(b"KEEPTTL")],
+            Expiry::Persist => Vec::new(),
+        };
+        self.set_tail = tail
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or("allocate the replicated command")?;
+        Ok(())
+    }
+
+    /// `key` now holds `value`.
+    pub fn written(&mut self, key: Arg, value: Arg, by: WrittenBy) -> Result<(), &'static str> {
+        match (&mut self.plan, by) {
+            (Plan::CountOnly, WrittenBy::KeyApi) => self.ctx.count_change(),
+            (Plan::CountOnly, WrittenBy::Mset) => {}
+            (Plan::PerKey, _) => {
+                if !self.ctx.replicate_set(key, value, &self.set_tail) {
+                    return Err("replicate");
+                }
+            }
+            (Plan::PerCall { uncounted }, WrittenBy::KeyApi) => *uncounted += 1,
+            (Plan::PerCall { .. }, WrittenBy::Mset) => {}
+        }
+        Ok(())
+    }
+
+    /// `key` was deleted as SET deletes it when its deadline is past:
+    /// replicated as `DEL` or `UNLINK` (the server's choice), in every mode.
+    pub fn deleted(&mut self, key: Arg, unlink: bool) -> Result<(), &'static str> {
+        if matches!(self.plan, Plan::CountOnly) {
+            self.ctx.count_change();
+        } else if !self.ctx.replicate_delete(key, unlink) {
+            return Err("replicate");
+        }
+        Ok(())
+    }
+
+    /// Ends the call: in `REPLICATE MSETEX` mode, replicates `call` (the
+    /// whole call in its absolute form) and counts the key-API writes. The
+    /// command replicated counts one change itself.
+    pub fn finish(self, call: &PerCallCommand) -> Result<(), &'static str> {
+        let Plan::PerCall { uncounted } = self.plan else {
+            return Ok(());
+        };
+        let expiry = self.expiry.ok_or("resolve the deadline")?;
+        if !self.ctx.replicate_call(call, expiry) {
+            return Err("replicate");
+        }
+        if uncounted > 1 && !self.ctx.count_changes_silently(uncounted - 1) {
+            return Err("count the changes");
+        }
+        Ok(())
+    }
+}
+
+/// The one command `REPLICATE MSETEX` sends for a call: the registered
+/// command with the call's pairs and its absolute deadline (or KEEPTTL, or
+/// nothing), without NX/XX (the primary already decided).
+pub struct PerCallCommand<'a> {
+    pub name: &'a CStr,
+    pub syntax: Syntax,
+    pub pairs: &'a [Arg<'a>],
 }
 
 #[cfg(test)]
@@ -147,6 +293,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn replication_handshakes() {
+        for command in ["SYNC", "sync", "PSYNC", "PsYnC"] {
+            assert!(is_replication_handshake(command.as_bytes()), "{command}");
+        }
+        for command in ["SET", "REPLCONF", "SYNCX", ""] {
+            assert!(!is_replication_handshake(command.as_bytes()), "{command}");
+        }
+    }
+
     // The state is process-wide, so one test walks through every transition.
     #[test]
     fn state_transitions() {
@@ -155,52 +311,43 @@ mod tests {
             connected_replicas: 0,
             backlog_active: false,
         };
-        set_events_subscribed(false);
+        set_watching(false);
         on_cron(|| Some(quiet));
-        assert!(replication_is_fed(false), "never trusted without events");
+        assert!(!nobody_listens(false), "never trusted without its signals");
 
-        set_events_subscribed(true);
-        assert!(replication_is_fed(false), "unknown until probed");
+        set_watching(true);
+        assert!(!nobody_listens(false), "unknown until probed");
         on_cron(|| None);
-        assert!(replication_is_fed(false), "a failed probe proves nothing");
+        assert!(!nobody_listens(false), "a failed probe proves nothing");
         on_cron(|| Some(quiet));
-        assert!(!replication_is_fed(false));
-        assert!(replication_is_fed(true), "the AOF always gets the commands");
+        assert!(nobody_listens(false));
+        assert!(!nobody_listens(true), "the AOF always listens");
+        assert_eq!(listeners_label(false), c"none");
+        assert_eq!(listeners_label(true), c"aof");
 
-        on_backlog_may_change();
-        assert!(replication_is_fed(false), "a fork or role change resets");
-        on_cron(|| {
-            Some(ReplicationInfo {
+        on_listener_may_appear();
+        assert!(!nobody_listens(false), "a SYNC, role change or load resets");
+        assert_eq!(listeners_label(false), c"possible");
+        for busy in [
+            ReplicationInfo {
                 backlog_active: true,
                 ..quiet
-            })
-        });
-        assert!(replication_is_fed(false));
-        on_cron(|| {
-            Some(ReplicationInfo {
+            },
+            ReplicationInfo {
                 connected_replicas: 1,
                 ..quiet
-            })
-        });
-        assert!(replication_is_fed(false));
-        on_cron(|| {
-            Some(ReplicationInfo {
+            },
+            ReplicationInfo {
                 is_primary: false,
                 ..quiet
-            })
-        });
-        assert!(replication_is_fed(false));
-        on_cron(|| Some(quiet));
-        assert!(!replication_is_fed(false));
-        on_cron(|| {
-            Some(ReplicationInfo {
-                backlog_active: true,
-                ..quiet
-            })
-        });
-        assert!(replication_is_fed(false), "every tick re-checks");
-
-        set_events_subscribed(false);
-        assert!(replication_is_fed(false));
+            },
+        ] {
+            on_cron(|| Some(quiet));
+            assert!(nobody_listens(false));
+            on_cron(|| Some(busy));
+            assert!(!nobody_listens(false), "every tick re-checks: {busy:?}");
+        }
+        set_watching(false);
+        assert!(!nobody_listens(false));
     }
 }

@@ -1,58 +1,19 @@
-//! Which server this is, and what the module was asked to do at load time.
+//! Which server this is, and what that means for MSETEX: the [`Profile`].
 //!
-//! Redis 8.4 and Valkey 9.1 have their own MSETEX, with another syntax.
-//! Registering `msetex` there fails, and where the built-in command was
-//! renamed with `rename-command`, it aborts the server during start-up. So
-//! before registering anything the module identifies the server from
-//! `INFO server` and, where a built-in MSETEX exists, refuses the default
-//! name with one log line that says what to do instead.
+//! Redis 6.2 - 8.x and Valkey 7.2 - 9.x differ in ways a module must follow
+//! to behave like their own SET: how a short string is stored, which
+//! keyspace events SET fires, what SET does with a deadline in the past,
+//! whether module calls count keyspace hits, and whether the server asks a
+//! module for a command's keys from an I/O thread. Every such difference is
+//! decided here, once, at load time, from `INFO server` and a few config
+//! values; the rest of the module reads the profile.
 //!
 //! Pure functions (no Redis types) so every server kind is unit-tested.
 
-/// The command name used when no `COMMAND-NAME` load argument is given.
-pub const DEFAULT_COMMAND_NAME: &str = "msetex";
+use std::ffi::CStr;
 
-/// Load arguments: `loadmodule /path/libmsetex.so [COMMAND-NAME name]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadOptions {
-    /// The name to register the command under, in lower case.
-    pub command_name: String,
-}
-
-/// Parses the module's load arguments; the error is the log line to print.
-pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
-    let mut options = LoadOptions {
-        command_name: DEFAULT_COMMAND_NAME.to_owned(),
-    };
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        if !arg.eq_ignore_ascii_case(b"COMMAND-NAME") {
-            return Err(format!(
-                "unknown load argument '{}' (the only one is COMMAND-NAME <name>)",
-                String::from_utf8_lossy(arg)
-            ));
-        }
-        let name = rest
-            .next()
-            .ok_or("COMMAND-NAME needs a value, e.g. COMMAND-NAME msetex.set")?;
-        options.command_name = valid_command_name(name)?;
-    }
-    Ok(options)
-}
-
-/// A command name the server can register and clients can type: printable
-/// ASCII without spaces or `|` (which separates subcommands), at most 64
-/// bytes. Returned in lower case, as the server lists command names.
-fn valid_command_name(name: &[u8]) -> Result<String, String> {
-    let printable = name.iter().all(|b| b.is_ascii_graphic() && *b != b'|');
-    if name.is_empty() || name.len() > 64 || !printable {
-        return Err(format!(
-            "invalid COMMAND-NAME '{}': use 1 to 64 printable characters, no spaces or '|'",
-            String::from_utf8_lossy(name)
-        ));
-    }
-    Ok(String::from_utf8_lossy(name).to_ascii_lowercase())
-}
+use crate::load_args::LoadOptions;
+use crate::parse::Syntax;
 
 /// The server family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,12 +48,19 @@ impl Server {
         })
     }
 
+    /// True from `redis` on Redis, from `valkey` on Valkey.
+    fn at_least(&self, redis: (u32, u32), valkey: (u32, u32)) -> bool {
+        let (major, minor, _) = self.version;
+        (major, minor)
+            >= match self.product {
+                Product::Redis => redis,
+                Product::Valkey => valkey,
+            }
+    }
+
     /// True from Redis 8.4 and Valkey 9.1 on, which ship their own MSETEX.
     pub fn has_builtin_msetex(&self) -> bool {
-        match self.product {
-            Product::Redis => self.version >= (8, 4, 0),
-            Product::Valkey => self.version >= (9, 1, 0),
-        }
+        self.at_least((8, 4), (9, 1))
     }
 
     pub fn describe(&self) -> String {
@@ -117,172 +85,166 @@ fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
     Some((major, minor, patch))
 }
 
-/// Whether the module may register `options.command_name` on `server`;
-/// the error is the log line that explains why not and what to do.
-pub fn check_command_name(server: Option<&Server>, options: &LoadOptions) -> Result<(), String> {
-    let Some(server) = server else {
-        return Ok(()); // unknown version: registration itself will tell
-    };
-    if server.has_builtin_msetex() && options.command_name == DEFAULT_COMMAND_NAME {
-        return Err(format!(
-            "{} has a built-in MSETEX command (with another syntax), so this module cannot \
-             register 'msetex' there; load it under another name: loadmodule \
-             /path/to/libmsetex.so COMMAND-NAME msetex.set",
-            server.describe()
-        ));
+/// Facts about the running server that only its configuration tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Environment {
+    /// `cluster-enabled yes`.
+    pub cluster: bool,
+    /// `io-threads`.
+    pub io_threads: u32,
+    /// `mem_allocator` is jemalloc, whose size classes the in-place check
+    /// relies on.
+    pub jemalloc: bool,
+}
+
+/// What SET does when its deadline is already past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PastDeadline {
+    /// Stores the key, which is then logically expired (Redis, Valkey 7.2).
+    Store,
+    /// Deletes the key at once, fires this event and replicates a DEL or
+    /// UNLINK (Valkey 8.0: `del`; 8.1 and later: `expired`).
+    Delete {
+        event: &'static CStr,
+        expired_class: bool,
+    },
+}
+
+/// How this server's version tells MSETEX to behave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub product: Product,
+    /// Redis 6.2 words SET's bad TTL `invalid expire time in set`.
+    pub legacy_error_texts: bool,
+    /// The server may call a `getkeys-api` command back from an I/O thread
+    /// to learn its keys (Redis 8.6 with io-threads; Valkey 8+ in cluster
+    /// mode with io-threads), where the module context it creates races the
+    /// main thread. The module then declares its keys by key specs only.
+    pub keys_on_io_threads: bool,
+    /// Writing through the key API (StringSet, DMA, SignalModifiedKey)
+    /// leaves keys as SET does, and counting such a change is cheap. Not on
+    /// Redis 8.2+, where SET also fires `overwritten` / `type_changed` and
+    /// RedisModule_SignalModifiedKey counts a keyspace hit, nor on Redis
+    /// 6.2, where counting a change copies the whole call each time: every
+    /// key is then written by the server's own MSET.
+    pub key_api_writes: bool,
+    /// Shortest string refreshed in place; `None`: never. Where short
+    /// strings are embedded next to their key (Valkey 8.1+), writing into
+    /// one in place costs memory.
+    pub in_place_min_len: Option<usize>,
+    pub past_deadline: PastDeadline,
+    /// Whether "nobody receives replicated commands" can be proven from
+    /// `INFO replication` and the replication commands clients send. Not on
+    /// Valkey 9+ in cluster mode: atomic slot migration streams writes to
+    /// the importing node, which INFO does not show.
+    pub shortcut_allowed: bool,
+    /// Valkey 9+: declare that the module handles atomic slot migration.
+    pub atomic_slot_migration: bool,
+}
+
+impl Profile {
+    /// The profile of `server` (unknown: the most careful choices) running
+    /// with `environment`.
+    pub fn new(server: Option<&Server>, environment: Environment) -> Profile {
+        let Some(server) = server else {
+            return Profile {
+                product: Product::Redis,
+                legacy_error_texts: false,
+                keys_on_io_threads: true,
+                key_api_writes: false,
+                in_place_min_len: None,
+                past_deadline: PastDeadline::Store,
+                shortcut_allowed: false,
+                atomic_slot_migration: false,
+            };
+        };
+        let redis = server.product == Product::Redis;
+        let io_threads = environment.io_threads > 1;
+        let keys_on_io_threads = if redis {
+            // Redis moved key lookups into its I/O threads after 8.0.
+            server.at_least((8, 2), (0, 0)) && io_threads
+        } else {
+            // Valkey 8 computes cluster slots on I/O threads; 9 can turn
+            // io-threads on at run time.
+            server.at_least((0, 0), (8, 0))
+                && environment.cluster
+                && (io_threads || server.at_least((0, 0), (9, 0)))
+        };
+        let key_api_writes =
+            !(redis && (server.version < (7, 0, 0) || server.at_least((8, 2), (0, 0))));
+        // Where SET embeds a string with its key (Valkey 8.1+), writing into
+        // it in place makes it a separate allocation: only strings too long
+        // to be embedded (whatever the key) are written in place there.
+        let in_place_min_len = if !environment.jemalloc || !key_api_writes {
+            None
+        } else if !redis && server.at_least((0, 0), (9, 0)) {
+            Some(115) // Valkey 9.1 embeds up to 113 bytes
+        } else if !redis && server.at_least((0, 0), (8, 1)) {
+            Some(45) // Valkey 8.1 embeds up to 41 bytes
+        } else {
+            Some(1)
+        };
+        let past_deadline = match server.product {
+            Product::Valkey if server.at_least((0, 0), (8, 1)) => PastDeadline::Delete {
+                event: c"expired",
+                expired_class: true,
+            },
+            Product::Valkey if server.at_least((0, 0), (8, 0)) => PastDeadline::Delete {
+                event: c"del",
+                expired_class: false,
+            },
+            _ => PastDeadline::Store,
+        };
+        let valkey_9 = !redis && server.at_least((0, 0), (9, 0));
+        Profile {
+            product: server.product,
+            legacy_error_texts: redis && server.version < (7, 0, 0),
+            keys_on_io_threads,
+            key_api_writes,
+            in_place_min_len,
+            past_deadline,
+            shortcut_allowed: !(valkey_9 && environment.cluster),
+            atomic_slot_migration: valkey_9,
+        }
     }
-    Ok(())
+}
+
+/// What the module registers on this server under the loaded options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registration {
+    /// Register the command.
+    Command,
+    /// Register nothing: the server's own MSETEX serves the NUMKEYS form.
+    BuiltinServes(String),
+}
+
+/// Whether the module may register `options.command_name` on `server`; the
+/// error is the log line that explains why not and what to do.
+pub fn registration(
+    server: Option<&Server>,
+    options: &LoadOptions,
+) -> Result<Registration, String> {
+    let Some(server) = server.filter(|s| s.has_builtin_msetex()) else {
+        return Ok(Registration::Command);
+    };
+    if !options.default_name() {
+        return Ok(Registration::Command);
+    }
+    match options.syntax {
+        Syntax::Numkeys => Ok(Registration::BuiltinServes(format!(
+            "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \
+             registers nothing (the same redis.conf works before and after the upgrade)",
+            server.describe()
+        ))),
+        Syntax::Ttl => Err(format!(
+            "{} has a built-in MSETEX that takes numkeys first, so this module cannot \
+             register its TTL-first 'msetex' there (the built-in would read those calls \
+             differently); load it under another name (COMMAND-NAME msetex.ttl), or with \
+             SYNTAX NUMKEYS to let the built-in serve",
+            server.describe()
+        )),
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Parses INFO text into a field lookup, as the server's INFO reply.
-    fn from_info(text: &str) -> Option<Server> {
-        Server::identify(|name| {
-            text.lines().find_map(|line| {
-                line.strip_prefix(name)
-                    .and_then(|rest| rest.strip_prefix(':'))
-                    .map(str::trim)
-            })
-        })
-    }
-
-    const REDIS_7_0: &str = "# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\n\
-                             redis_mode:standalone\r\nos:Linux 6.1.0 x86_64\r\n";
-    const REDIS_8_4: &str = "# Server\r\nredis_version:8.4.0\r\nredis_git_sha1:00000000\r\n\
-                             redis_mode:standalone\r\n";
-    const VALKEY_8_0: &str = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n\
-                              valkey_version:8.0.1\r\nserver_mode:standalone\r\n";
-    const VALKEY_DEV: &str = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n\
-                              valkey_version:255.255.255\r\n";
-
-    fn redis(version: &str) -> String {
-        format!("# Server\r\nredis_version:{version}\r\nredis_mode:standalone\r\n")
-    }
-
-    fn valkey(version: &str) -> String {
-        format!(
-            "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:{version}\r\n"
-        )
-    }
-
-    #[test]
-    fn identifies_every_server_kind() {
-        assert_eq!(
-            from_info(REDIS_7_0),
-            Some(Server {
-                product: Product::Redis,
-                version: (7, 0, 15)
-            })
-        );
-        assert_eq!(
-            from_info(VALKEY_8_0),
-            Some(Server {
-                product: Product::Valkey,
-                version: (8, 0, 1)
-            })
-        );
-        assert_eq!(
-            from_info(VALKEY_DEV).map(|s| s.version),
-            Some((255, 255, 255))
-        );
-        let valkey_7_2 = "# Server\r\nredis_version:7.2.5\r\nserver_name:valkey\r\n";
-        assert_eq!(
-            from_info(valkey_7_2),
-            Some(Server {
-                product: Product::Valkey,
-                version: (7, 2, 5)
-            })
-        );
-        assert_eq!(from_info("# Server\r\nos:Linux\r\n"), None);
-        assert_eq!(from_info("# Server\r\nredis_version:unknown\r\n"), None);
-    }
-
-    #[test]
-    fn builtin_msetex_from_redis_8_4_and_valkey_9_1() {
-        let cases: [(String, bool); 14] = [
-            (redis("6.2.14"), false),
-            (redis("7.0.15"), false),
-            (redis("7.2.7"), false),
-            (redis("7.4.2"), false),
-            (redis("8.0.3"), false),
-            (redis("8.2.2"), false),
-            (redis("8.4.0"), true),
-            (redis("8.4.0-rc1"), true),
-            (redis("8.6.3"), true),
-            (valkey("8.0.1"), false),
-            (valkey("8.1.3"), false),
-            (valkey("9.0.0"), false),
-            (valkey("9.1.0"), true),
-            (VALKEY_DEV.to_owned(), true),
-        ];
-        for (info, builtin) in cases {
-            let server = from_info(&info).unwrap_or_else(|| panic!("unreadable: {info}"));
-            assert_eq!(server.has_builtin_msetex(), builtin, "{info}");
-        }
-        // Valkey reports redis_version 7.2.4 whatever its own version is.
-        let valkey_9_1 = from_info(&valkey("9.1.0")).unwrap();
-        assert_eq!(valkey_9_1.product, Product::Valkey);
-    }
-
-    #[test]
-    fn refuses_the_default_name_only_where_msetex_is_built_in() {
-        let default = LoadOptions {
-            command_name: "msetex".into(),
-        };
-        let renamed = LoadOptions {
-            command_name: "msetex.set".into(),
-        };
-        let new = from_info(REDIS_8_4).unwrap();
-        let old = from_info(REDIS_7_0).unwrap();
-        let error = check_command_name(Some(&new), &default).unwrap_err();
-        assert!(
-            error.contains("Redis 8.4.0") && error.contains("COMMAND-NAME"),
-            "{error}"
-        );
-        assert_eq!(check_command_name(Some(&new), &renamed), Ok(()));
-        assert_eq!(check_command_name(Some(&old), &default), Ok(()));
-        assert_eq!(check_command_name(None, &default), Ok(()));
-    }
-
-    #[test]
-    fn load_arguments() {
-        let parse = |args: &[&str]| {
-            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            parse_load_args(&bytes)
-        };
-        assert_eq!(parse(&[]).unwrap().command_name, "msetex");
-        assert_eq!(
-            parse(&["COMMAND-NAME", "msetex.set"]).unwrap().command_name,
-            "msetex.set"
-        );
-        assert_eq!(
-            parse(&["command-name", "MyApp.MSetEx"])
-                .unwrap()
-                .command_name,
-            "myapp.msetex"
-        );
-        assert!(parse(&["COMMAND-NAME"])
-            .unwrap_err()
-            .contains("needs a value"));
-        assert!(parse(&["NAME", "x"])
-            .unwrap_err()
-            .contains("unknown load argument 'NAME'"));
-        for bad in ["", "two words", "a|b", "tab\there", &"x".repeat(65)] {
-            let error = parse(&["COMMAND-NAME", bad]).unwrap_err();
-            assert!(
-                error.starts_with("invalid COMMAND-NAME"),
-                "{bad:?}: {error}"
-            );
-        }
-        // The last COMMAND-NAME wins, like repeated config lines.
-        assert_eq!(
-            parse(&["COMMAND-NAME", "a", "COMMAND-NAME", "b"])
-                .unwrap()
-                .command_name,
-            "b"
-        );
-    }
-}
+mod tests;

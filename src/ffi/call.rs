@@ -3,11 +3,39 @@
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use libc::{c_int, c_longlong};
-use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
+use libc::{c_char, c_int, c_longlong};
+use redis_module::raw::{
+    self, RedisModuleCallReply, RedisModuleCtx, RedisModuleKey, RedisModuleString,
+};
 
-use super::{log, Api, LogLevel, API, ERR, OK};
+use super::{log, sds, Api, LogLevel, API, ERR, OK};
+use crate::parse::{Expiry, Syntax};
+use crate::propagation::PerCallCommand;
+
+/// One pair of an MSET call with fresh values: key, value bytes, length.
+type FreshPair = (*mut RedisModuleString, *const c_char, usize);
+
+/// Calls MSET with `chunk` (a slice of [`FreshPair`]) when its length is one
+/// of the listed sizes, each with the argument indexes it passes: the format
+/// is "sb" per pair, so the variadic list must be spelled out per size.
+macro_rules! mset_fixed {
+    ($ctx:expr, $chunk:expr, $format:expr; $( $size:literal => [$($i:literal)+] ),+) => {
+        match $chunk.len() {
+            $( $size => match <&[FreshPair; $size]>::try_from($chunk) {
+                Ok(c) => ($ctx.api.call)(
+                    $ctx.raw,
+                    c"MSET".as_ptr(),
+                    $format,
+                    $( c[$i].0, c[$i].1, c[$i].2, )+
+                ),
+                Err(_) => std::ptr::null_mut(),
+            }, )+
+            _ => std::ptr::null_mut(),
+        }
+    };
+}
 
 /// The server calls this for every MSETEX. It builds the safe views and
 /// turns a panic (a bug) into an error reply instead of aborting the server.
@@ -56,6 +84,41 @@ pub(super) unsafe extern "C" fn msetex_entry(
             call.reply(Reply::Error(c"ERR msetex internal error".to_owned()))
         }
     }
+}
+
+/// True only while MSETEX itself calls its changes counter (see
+/// [`Ctx::count_changes_silently`]); a client calling it gets an error.
+static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// `<name>.changes n`, registered with REPLICATE MSETEX: counts `n` changes
+/// for RDB save points. MSETEX calls it without replication, so the
+/// server drops what RedisModule_ReplicateVerbatim would send.
+pub(super) unsafe extern "C" fn changes_entry(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let Some(api) = API.get() else {
+        return ERR;
+    };
+    let call = Ctx {
+        raw: ctx,
+        api,
+        _call: PhantomData,
+    };
+    if !COUNTER_ARMED.load(Ordering::Relaxed) || argc != 2 || argv.is_null() {
+        return call.reply(Reply::Error(
+            c"ERR this command is internal to MSETEX".to_owned(),
+        ));
+    }
+    // SAFETY: argc is 2, so argv holds two live argument strings.
+    let count = call.arg(unsafe { *argv.add(1) });
+    let count = crate::parse::parse_i64(count.bytes()).unwrap_or(0);
+    for _ in 0..count {
+        // SAFETY: ctx is this call's context; always returns OK.
+        unsafe { (api.replicate_verbatim)(ctx) };
+    }
+    call.reply(Reply::Ok)
 }
 
 /// A "where are the keys" call (flag `getkeys-api`): collects positions.
@@ -122,12 +185,35 @@ impl<'call> Arg<'call> {
 }
 
 /// Keyspace event classes we fire, as in `notify-keyspace-events`.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventClass {
     /// `$`: string commands (`set`).
     String,
-    /// `g`: generic commands (`expire`).
+    /// `g`: generic commands (`expire`, `del`).
     Generic,
+    /// `x`: keys deleted because their time passed (`expired`).
+    Expired,
+}
+
+/// Whether opening a key counts as an access (LRU/LFU), as a lookup by a
+/// command does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Touch {
+    Yes,
+    No,
+}
+
+/// The server state a call depends on, read once per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextFlags {
+    /// The AOF is on (or being turned on).
+    pub aof: bool,
+    /// The call came over the replication link.
+    pub replicated: bool,
+    /// The server is loading (the AOF replays this call).
+    pub loading: bool,
+    /// The server is a replica.
+    pub replica: bool,
 }
 
 impl<'call> Ctx<'call> {
@@ -146,49 +232,103 @@ impl<'call> Ctx<'call> {
         Arg { ptr, bytes }
     }
 
-    /// The server's clock in unix milliseconds (what `SET ... EX` uses).
+    /// The server's clock in unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         // SAFETY: no arguments; reads the server clock.
         unsafe { (self.api.milliseconds)() }
     }
 
-    /// Opens `key` for writing (a write command's lookup: no hit/miss
-    /// statistics, expired keys removed). The handle closes on drop.
-    pub fn open_key_for_write(&self, key: Arg<'call>) -> Option<Key<'_>> {
-        let mode = raw::REDISMODULE_READ as c_int | raw::REDISMODULE_WRITE as c_int;
-        // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
-        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
-        if handle.is_null() {
-            None
-        } else {
-            Some(Key {
-                raw: handle,
-                api: self.api,
-                _ctx: PhantomData,
-            })
+    pub fn flags(&self) -> ContextFlags {
+        // SAFETY: ctx is the live command context; the call only reads state.
+        let flags = unsafe { (self.api.get_context_flags)(self.raw) };
+        let has = |flag: u32| flags & flag as c_int != 0;
+        ContextFlags {
+            aof: has(raw::REDISMODULE_CTX_FLAGS_AOF),
+            replicated: has(raw::REDISMODULE_CTX_FLAGS_REPLICATED),
+            loading: has(raw::REDISMODULE_CTX_FLAGS_LOADING)
+                || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
+            replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
         }
     }
 
-    /// Runs `SET key <integer> PXAT deadline` through the server so that the
-    /// value gets the same compact integer encoding as a client's SET. SET
-    /// fires its own `set` and `expire` events, counts the change, and (the
-    /// `!` flag) replicates itself in order with the rest of the call.
-    /// Returns false if the server refused the call.
-    pub fn call_set_integer_pxat(&self, key: Arg<'call>, value: i64, deadline_ms: i64) -> bool {
-        // SAFETY: format "!slcl" (the ! replicates) matches the arguments
-        // that follow: a module string, a long long, a C string, a long
-        // long; all live for the call.
-        let reply = unsafe {
-            (self.api.call)(
-                self.raw,
-                c"SET".as_ptr(),
-                c"!slcl".as_ptr(),
-                key.ptr,
-                value as c_longlong,
-                c"PXAT".as_ptr(),
-                deadline_ms as c_longlong,
-            )
-        };
+    /// Opens `key` for writing (a write command's lookup: no hit/miss
+    /// statistics, logically expired keys removed). The handle closes on drop.
+    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
+        let mut mode = raw::REDISMODULE_READ as c_int | raw::REDISMODULE_WRITE as c_int;
+        if touch == Touch::No {
+            mode |= raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int;
+        }
+        // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
+        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
+        (!handle.is_null()).then_some(Key {
+            raw: handle,
+            api: self.api,
+            _ctx: PhantomData,
+        })
+    }
+
+    /// Runs the server's own `MSET key value ...` on `flat` (keys and values
+    /// alternating), without replicating it: it stores each value exactly as
+    /// SET would, fires `set` and signals each key. False if it failed.
+    ///
+    /// MSET can only re-encode a value (into `int`) when it holds the value
+    /// object alone, so `fresh_values` passes copies of the values, made by
+    /// the server for the call (`b` format, in calls of fixed size); otherwise
+    /// the argument objects themselves are passed, already in SET's encoding.
+    pub fn mset(&self, flat: &[Arg<'call>], fresh_values: bool) -> bool {
+        if !fresh_values {
+            let mut argv: Vec<*mut RedisModuleString> = flat.iter().map(|arg| arg.ptr).collect();
+            // SAFETY: format "v" takes an array of module strings and its
+            // length; every string is a live argv string of this call.
+            let reply = unsafe {
+                (self.api.call)(
+                    self.raw,
+                    c"MSET".as_ptr(),
+                    c"v".as_ptr(),
+                    argv.as_mut_ptr(),
+                    argv.len(),
+                )
+            };
+            return self.reply_is_ok(reply);
+        }
+        let pairs: Vec<FreshPair> = flat
+            .chunks_exact(2)
+            .filter_map(|pair| match pair {
+                [key, value] => Some((key.ptr, value.bytes.as_ptr().cast(), value.bytes.len())),
+                _ => None,
+            })
+            .collect();
+        let mut rest = pairs.as_slice();
+        while !rest.is_empty() {
+            let size = [32, 16, 8, 4, 2, 1]
+                .into_iter()
+                .find(|size| *size <= rest.len())
+                .unwrap_or(1);
+            let (chunk, tail) = rest.split_at(size.min(rest.len()));
+            rest = tail;
+            let Ok(format) = CString::new("sb".repeat(chunk.len())) else {
+                return false;
+            };
+            // SAFETY: every arm passes, per pair, a live module string and a
+            // buffer with its length, matching the format: "sb" per pair.
+            let reply = unsafe {
+                mset_fixed!(self, chunk, format.as_ptr();
+                    32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
+                    16 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
+                    8 => [0 1 2 3 4 5 6 7],
+                    4 => [0 1 2 3],
+                    2 => [0 1],
+                    1 => [0])
+            };
+            if !self.reply_is_ok(reply) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Frees a call reply; true when there was one and it is not an error.
+    fn reply_is_ok(&self, reply: *mut RedisModuleCallReply) -> bool {
         if reply.is_null() {
             return false;
         }
@@ -199,53 +339,119 @@ impl<'call> Ctx<'call> {
         kind != raw::REDISMODULE_REPLY_ERROR as c_int
     }
 
-    /// Queues `SET key value PXAT deadline` for replicas and the AOF. The
-    /// server wraps several of them from one call in MULTI/EXEC.
-    pub fn replicate_set_pxat(
-        &self,
-        key: Arg<'call>,
-        value: Arg<'call>,
-        pxat: &OwnedString,
-        deadline: &OwnedString,
-    ) -> bool {
-        // SAFETY: format "ssss" matches four live module strings; the server
-        // takes its own references.
+    /// Queues `SET key value <tail...>` for replicas and the AOF. The server
+    /// wraps several of them from one call in MULTI/EXEC.
+    pub fn replicate_set(&self, key: Arg<'call>, value: Arg<'call>, tail: &[OwnedString]) -> bool {
+        let mut tail: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
+        // SAFETY: format "ssv" matches two live module strings and an array
+        // of live module strings with its length; the server takes its own
+        // references.
         let status = unsafe {
             (self.api.replicate)(
                 self.raw,
                 c"SET".as_ptr(),
-                c"ssss".as_ptr(),
+                c"ssv".as_ptr(),
                 key.ptr,
                 value.ptr,
-                pxat.ptr,
-                deadline.ptr,
+                tail.as_mut_ptr(),
+                tail.len(),
             )
         };
         status == OK
     }
 
-    /// Tells WATCH and client-side caching that `key` changed. The module
-    /// turns off the implicit signal on closing a key (see
-    /// [`disable_implicit_signal`]) so that keys it only looks at stay quiet.
-    pub fn signal_modified(&self, key: Arg<'call>) {
-        // SAFETY: ctx and key are live for the call; always returns OK.
-        unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
+    /// Queues `DEL key` (or `UNLINK key`) for replicas and the AOF.
+    pub fn replicate_delete(&self, key: Arg<'call>, unlink: bool) -> bool {
+        let command = if unlink { c"UNLINK" } else { c"DEL" };
+        // SAFETY: format "s" matches one live module string.
+        let status =
+            unsafe { (self.api.replicate)(self.raw, command.as_ptr(), c"s".as_ptr(), key.ptr) };
+        status == OK
     }
 
-    /// True when the AOF is on (or being turned on): replicated commands are
-    /// then always kept, whatever [`crate::propagation`] knows.
-    pub fn aof_on(&self) -> bool {
-        // SAFETY: ctx is the live command context; the call only reads flags.
-        let flags = unsafe { (self.api.get_context_flags)(self.raw) };
-        flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0
+    /// Queues the whole call as one command in its absolute form (REPLICATE
+    /// MSETEX): `name PXAT ms key value ...` for the TTL syntax, `name
+    /// numkeys key value ... [PXAT ms | KEEPTTL]` for the NUMKEYS syntax.
+    pub fn replicate_call(&self, call: &PerCallCommand, expiry: Expiry) -> bool {
+        let mut pairs: Vec<*mut RedisModuleString> = call.pairs.iter().map(|a| a.ptr).collect();
+        let (ptr, len) = (pairs.as_mut_ptr(), pairs.len());
+        let name = call.name.as_ptr();
+        let numkeys = (len / 2) as c_longlong;
+        // SAFETY: every format matches the arguments that follow it: C
+        // strings, long longs, and an array of live module strings with its
+        // length.
+        let status = unsafe {
+            match (call.syntax, expiry) {
+                (Syntax::Ttl, Expiry::At(deadline)) => (self.api.replicate)(
+                    self.raw,
+                    name,
+                    c"clv".as_ptr(),
+                    c"PXAT".as_ptr(),
+                    deadline as c_longlong,
+                    ptr,
+                    len,
+                ),
+                (Syntax::Numkeys, Expiry::At(deadline)) => (self.api.replicate)(
+                    self.raw,
+                    name,
+                    c"lvcl".as_ptr(),
+                    numkeys,
+                    ptr,
+                    len,
+                    c"PXAT".as_ptr(),
+                    deadline as c_longlong,
+                ),
+                (Syntax::Numkeys, Expiry::Keep) => (self.api.replicate)(
+                    self.raw,
+                    name,
+                    c"lvc".as_ptr(),
+                    numkeys,
+                    ptr,
+                    len,
+                    c"KEEPTTL".as_ptr(),
+                ),
+                (Syntax::Numkeys, Expiry::Persist) => {
+                    (self.api.replicate)(self.raw, name, c"lv".as_ptr(), numkeys, ptr, len)
+                }
+                _ => ERR,
+            }
+        };
+        status == OK
     }
 
     /// Counts one change for RDB save points (`server.dirty`) without
-    /// queueing anything. Only call it when [`crate::propagation`] says
-    /// nothing is fed: the server then drops the verbatim command at once.
-    pub fn count_change_without_propagating(&self) {
+    /// queueing anything. Only call it when [`crate::propagation`] proved
+    /// that nothing receives replicated commands: the server then drops the
+    /// verbatim command before it reaches any stream.
+    pub fn count_change(&self) {
         // SAFETY: ctx is the live command context. Always returns OK.
         unsafe { (self.api.replicate_verbatim)(self.raw) };
+    }
+
+    /// Counts `n` changes for RDB save points without replicating anything,
+    /// whoever listens: through the module's `<name>.changes` command, run
+    /// without replication (the server drops what it queues).
+    pub fn count_changes_silently(&self, n: usize) -> bool {
+        let Some(module) = crate::config::get() else {
+            return false;
+        };
+        let Some(counter) = module.counter_c.as_ref() else {
+            return false;
+        };
+        COUNTER_ARMED.store(true, Ordering::Relaxed);
+        // SAFETY: format "l" matches one long long; counter is a C string.
+        let reply =
+            unsafe { (self.api.call)(self.raw, counter.as_ptr(), c"l".as_ptr(), n as c_longlong) };
+        COUNTER_ARMED.store(false, Ordering::Relaxed);
+        self.reply_is_ok(reply)
+    }
+
+    /// Tells WATCH and client-side caching that `key` changed. The module
+    /// turns off the implicit signal on closing a key (see
+    /// [`super::set_module_options`]) so that keys it only looks at stay quiet.
+    pub fn signal_modified(&self, key: Arg<'call>) {
+        // SAFETY: ctx and key are live for the call; always returns OK.
+        unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
     }
 
     /// Fires a keyspace notification for `key`, as the server's commands do.
@@ -253,11 +459,69 @@ impl<'call> Ctx<'call> {
         let class = match class {
             EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
             EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
+            EventClass::Expired => raw::REDISMODULE_NOTIFY_EXPIRED,
         };
         // SAFETY: ctx, event (NUL-terminated) and key are live for the call.
         // The return value only reports a missing client, which a command
         // context always has.
         unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
+    }
+
+    /// True when the calling user may run `SET key value` (Redis 7.0's ACL
+    /// API). A refusal is also written to the ACL log, as the server's own.
+    /// True where the API is missing (the caller only asks where it exists).
+    pub fn may_run_set(&self, key: Arg<'call>, value: Arg<'call>, command: &CStr) -> bool {
+        let api = self.api;
+        let (Some(user_name), Some(from_name), Some(check), Some(free_user)) = (
+            api.get_current_user_name,
+            api.get_module_user_from_user_name,
+            api.acl_check_command_permissions,
+            api.free_module_user,
+        ) else {
+            return true;
+        };
+        // SAFETY: ctx is the live command context; the returned string (or
+        // NULL for a client without a user) is ours to free.
+        let name = OwnedString::new(unsafe { user_name(self.raw) }, api);
+        let Some(name) = name else {
+            return true; // no user: the server's own clients
+        };
+        // SAFETY: name is a live string; the user (or NULL) is ours to free.
+        let user = unsafe { from_name(name.ptr) };
+        if user.is_null() {
+            return false; // the user was deleted meanwhile
+        }
+        let Some(set) = self.string(b"SET") else {
+            // SAFETY: freed exactly once.
+            unsafe { free_user(user) };
+            return false;
+        };
+        let mut argv = [set.ptr, key.ptr, value.ptr];
+        // SAFETY: user is live; argv holds three live strings.
+        let allowed = unsafe { check(user, argv.as_mut_ptr(), 3) } == OK;
+        if !allowed {
+            if let (Some(add_entry), Some(object)) =
+                (api.acl_add_log_entry, self.string(command.to_bytes()))
+            {
+                // SAFETY: ctx, user and object are live; the server copies them.
+                unsafe {
+                    add_entry(
+                        self.raw,
+                        user,
+                        object.ptr,
+                        raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD,
+                    )
+                };
+            }
+        }
+        // SAFETY: freed exactly once, not used afterwards.
+        unsafe { free_user(user) };
+        allowed
+    }
+
+    /// True when the config `name` is `yes` (CONFIG GET through the server).
+    pub fn config_is_yes(&self, name: &CStr) -> bool {
+        config_get(self.raw, self.api, name).is_some_and(|value| value == "yes")
     }
 
     /// A new string owned by the module (not by the call), freed on drop.
@@ -294,6 +558,57 @@ impl<'call> Ctx<'call> {
     }
 }
 
+/// `CONFIG GET name` through the server: the value, if it has one.
+pub(super) fn config_get(ctx: *mut RedisModuleCtx, api: &Api, name: &CStr) -> Option<String> {
+    // SAFETY: format "cc" matches two C strings; ctx is a live context.
+    let reply = unsafe {
+        (api.call)(
+            ctx,
+            c"CONFIG".as_ptr(),
+            c"cc".as_ptr(),
+            c"GET".as_ptr(),
+            name.as_ptr(),
+        )
+    };
+    if reply.is_null() {
+        return None;
+    }
+    // The reply is [name, value] (a map of one entry in RESP3).
+    // SAFETY: reply is live until freed below; elements belong to it.
+    let value = unsafe {
+        let value = if (api.call_reply_length)(reply) >= 2 {
+            (api.call_reply_array_element)(reply, 1)
+        } else {
+            std::ptr::null_mut()
+        };
+        reply_text(api, value)
+    };
+    // SAFETY: freed exactly once, not used afterwards.
+    unsafe { (api.free_call_reply)(reply) };
+    value
+}
+
+/// The text of a string call reply, copied.
+///
+/// # Safety
+///
+/// `reply` is NULL or a live call reply.
+pub(super) unsafe fn reply_text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<String> {
+    if reply.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    // SAFETY: reply is live (caller's contract); the pointer it returns is
+    // owned by the reply, which outlives this copy.
+    let ptr: *const c_char = unsafe { (api.call_reply_string_ptr)(reply, &mut len) };
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: ptr points at len readable bytes owned by the reply.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
+
 /// A module-owned string, released with `RedisModule_FreeString` on drop.
 pub struct OwnedString {
     ptr: *mut RedisModuleString,
@@ -311,15 +626,14 @@ impl OwnedString {
 
 impl Drop for OwnedString {
     fn drop(&mut self) {
-        // SAFETY: created with a NULL ctx, so we hold the only reference we
-        // must release, exactly once.
+        // SAFETY: created with a NULL ctx (or handed to us by the server to
+        // free), so we hold the only reference we must release, exactly once.
         unsafe { (self.free)(std::ptr::null_mut(), self.ptr) };
     }
 }
 
 /// A key opened for writing, closed on drop. Closing does not signal the
-/// key as modified (see [`disable_implicit_signal`]): writers call
-/// [`Ctx::signal_modified`].
+/// key as modified: writers call [`Ctx::signal_modified`].
 pub struct Key<'ctx> {
     raw: *mut RedisModuleKey,
     api: &'static Api,
@@ -346,15 +660,22 @@ impl Key<'_> {
     }
 
     /// Overwrites the string value in place with `bytes` of the same length,
-    /// keeping the key's dictionary entry and TTL entry. Returns false (and
-    /// writes nothing) unless the key holds a string of exactly that length.
-    pub fn overwrite_same_length(&mut self, bytes: &[u8]) -> bool {
+    /// keeping the key's dictionary entry and TTL entry, when its buffer is
+    /// no bigger than a fresh one of that length (see [`sds`]). Returns false
+    /// (and writes nothing) otherwise; the value may then have been made a
+    /// private copy, which changes nothing a client can see.
+    pub fn overwrite_exactly_sized(&mut self, bytes: &[u8]) -> bool {
         let mut len = 0usize;
         // SAFETY: raw is an open key handle; DMA in write mode first makes the
         // value a private raw string (copying it if shared or encoded).
         let dst =
             unsafe { (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int) };
-        if dst.is_null() || len != bytes.len() {
+        if dst.is_null() || len != bytes.len() || len == 0 {
+            return false;
+        }
+        // SAFETY: dst is the DMA buffer of this live string value, len bytes.
+        let allocation = unsafe { sds::allocation(dst, len) };
+        if !crate::sizing::as_compact_as_fresh(allocation, len) {
             return false;
         }
         // SAFETY: dst points at len writable bytes of the key's private value;
@@ -370,10 +691,59 @@ impl Key<'_> {
         unsafe { (self.api.string_set)(self.raw, value.ptr) == OK }
     }
 
+    /// Sets the TTL to `ms` from the server's clock for commands (its command
+    /// time snapshot where it has one, as SET uses) and returns the absolute
+    /// deadline that gives.
+    pub fn expire_in(&mut self, ms: i64) -> Option<i64> {
+        // SAFETY: raw is an open write handle on an existing key.
+        if unsafe { (self.api.set_expire)(self.raw, ms) } != OK {
+            return None;
+        }
+        self.deadline()
+    }
+
     /// Sets the key's absolute expiry time in unix milliseconds.
-    pub fn set_abs_expire(&mut self, deadline_ms: i64) -> bool {
+    pub fn expire_at(&mut self, deadline_ms: i64) -> bool {
         // SAFETY: raw is an open write handle.
         unsafe { (self.api.set_abs_expire)(self.raw, deadline_ms) == OK }
+    }
+
+    /// Removes the key's TTL, as SET without an expiry option does.
+    pub fn persist(&mut self) -> bool {
+        // SAFETY: raw is an open write handle on an existing key.
+        unsafe { (self.api.set_expire)(self.raw, raw::REDISMODULE_NO_EXPIRE as i64) == OK }
+    }
+
+    /// The key's absolute expiry, if it has one.
+    pub fn deadline(&self) -> Option<i64> {
+        // SAFETY: raw is an open key handle.
+        let deadline = unsafe { (self.api.get_abs_expire)(self.raw) };
+        (deadline != raw::REDISMODULE_NO_EXPIRE as i64).then_some(deadline)
+    }
+
+    /// Deletes the key.
+    pub fn delete(&mut self) -> bool {
+        // SAFETY: raw is an open write handle.
+        unsafe { (self.api.delete_key)(self.raw) == OK }
+    }
+
+    /// Marks the value as just used for LRU eviction (a no-op under LFU).
+    pub fn mark_used_now(&mut self) {
+        // SAFETY: raw is an open key handle; ERR under LFU changes nothing.
+        unsafe { (self.api.set_lru)(self.raw, 0) };
+    }
+
+    /// The LFU counter, when the eviction policy is LFU.
+    pub fn lfu(&self) -> Option<i64> {
+        let mut freq: c_longlong = 0;
+        // SAFETY: raw is an open key handle; freq is a valid out pointer.
+        (unsafe { (self.api.get_lfu)(self.raw, &mut freq) } == OK).then_some(freq)
+    }
+
+    /// Sets the LFU counter (a no-op unless the policy is LFU).
+    pub fn set_lfu(&mut self, freq: i64) {
+        // SAFETY: raw is an open key handle.
+        unsafe { (self.api.set_lfu)(self.raw, freq) };
     }
 }
 

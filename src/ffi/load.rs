@@ -1,5 +1,6 @@
-//! Load-time registrations: the command, its documentation, the INFO
-//! section, server events, and reading INFO fields.
+//! Load-time registrations: the command, its documentation and key specs,
+//! the changes counter, the INFO section, server events, the command
+//! filter, and reading INFO fields and configs.
 
 use std::ffi::{CStr, CString};
 use std::panic::catch_unwind;
@@ -7,38 +8,71 @@ use std::panic::catch_unwind;
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCtx};
 
-use super::call::msetex_entry;
-use super::{API, OK};
+use super::call::{changes_entry, config_get, msetex_entry, reply_text};
+use super::{Api, API, OK};
+use crate::command_info::{self as info, ArgKind, Docs, KeySpec};
 
-/// Stops `RedisModule_CloseKey` from signalling every key opened for
-/// writing as modified: MSETEX signals the keys it writes itself, and a
-/// NX/XX check that writes nothing must not fail other clients' WATCH.
-pub fn disable_implicit_signal(ctx: *mut RedisModuleCtx) -> Result<(), String> {
-    let api = API.get().ok_or("module API not initialised")?;
-    let option = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+fn api() -> Result<&'static Api, String> {
+    API.get()
+        .ok_or_else(|| "module API not initialised".to_owned())
+}
+
+/// Module options: the implicit "modified" signal of RedisModule_CloseKey
+/// off (MSETEX signals the keys it writes itself, and a NX/XX check that
+/// writes nothing must not fail other clients' WATCH), and the events the
+/// server asks modules to declare they handle: asynchronous replica loading
+/// (`repl-diskless-load swapdb`) and, on Valkey 9, atomic slot migration.
+/// MSETEX keeps no data of its own, so both are safe.
+pub fn set_module_options(
+    ctx: *mut RedisModuleCtx,
+    atomic_slot_migration: bool,
+) -> Result<(), String> {
+    let api = api()?;
+    let mut options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int
+        | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD as c_int;
+    if atomic_slot_migration {
+        // VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION, when the server
+        // says it knows that option.
+        const ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
+        // SAFETY: no arguments; returns the option bits the server knows.
+        let known = api.get_module_options_all.map_or(0, |all| unsafe { all() });
+        if known & ATOMIC_SLOT_MIGRATION != 0 {
+            options |= ATOMIC_SLOT_MIGRATION;
+        }
+    }
     // SAFETY: ctx is the load context.
-    unsafe { (api.set_module_options)(ctx, option) };
+    unsafe { (api.set_module_options)(ctx, options) };
     Ok(())
 }
 
-/// Registers `name` with the given flags and legacy key positions, routing
-/// calls to [`crate::command::msetex`].
+/// Which handler a registered command runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Handler {
+    Msetex,
+    /// The changes counter of REPLICATE MSETEX.
+    Changes,
+}
+
+/// Registers `name` with the given flags and legacy key positions.
 pub fn create_command(
     ctx: *mut RedisModuleCtx,
     name: &CStr,
     flags: &CStr,
-    first_key: c_int,
-    last_key: c_int,
-    key_step: c_int,
+    (first_key, last_key, key_step): (i32, i32, i32),
+    handler: Handler,
 ) -> Result<(), String> {
-    let api = API.get().ok_or("module API not initialised")?;
+    let api = api()?;
+    let entry: raw::RedisModuleCmdFunc = match handler {
+        Handler::Msetex => Some(msetex_entry),
+        Handler::Changes => Some(changes_entry),
+    };
     // SAFETY: ctx is the load context; name and flags are NUL-terminated and
-    // copied by the server; msetex_entry has the RedisModuleCmdFunc signature.
+    // copied by the server; the entries have the RedisModuleCmdFunc signature.
     let status = unsafe {
         (api.create_command)(
             ctx,
             name.as_ptr(),
-            Some(msetex_entry),
+            entry,
             flags.as_ptr(),
             first_key,
             last_key,
@@ -55,14 +89,15 @@ pub fn create_command(
     }
 }
 
-/// Subscribes to the server events that [`crate::propagation`] needs.
-/// Returns false if the server cannot deliver one of them.
-pub fn subscribe_propagation_events(ctx: *mut RedisModuleCtx) -> bool {
+/// Subscribes to the server events that announce a new replication
+/// listener (a role change, a load) and to the cron tick that probes it,
+/// and filters every command for SYNC/PSYNC. Returns false if the server
+/// cannot deliver one of them.
+pub fn watch_replication(ctx: *mut RedisModuleCtx) -> bool {
     let Some(api) = API.get() else {
         return false;
     };
-    [
-        raw::REDISMODULE_EVENT_FORK_CHILD,
+    let events = [
         raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
         raw::REDISMODULE_EVENT_LOADING,
         raw::REDISMODULE_EVENT_CRON_LOOP,
@@ -73,7 +108,17 @@ pub fn subscribe_propagation_events(ctx: *mut RedisModuleCtx) -> bool {
         // SAFETY: ctx is the load context; server_event matches
         // RedisModuleEventCallback and lives as long as the module.
         unsafe { (api.subscribe_to_server_event)(ctx, event, Some(server_event)) == OK }
-    })
+    });
+    // SAFETY: ctx is the load context; command_filter matches
+    // RedisModuleCommandFilterFunc and lives as long as the module.
+    let filter = unsafe {
+        (api.register_command_filter)(
+            ctx,
+            Some(command_filter),
+            raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+        )
+    };
+    events && !filter.is_null()
 }
 
 unsafe extern "C" fn server_event(
@@ -90,15 +135,44 @@ unsafe extern "C" fn server_event(
                 crate::propagation::ReplicationInfo::from_fields(&fields)
             });
         } else {
-            crate::propagation::on_backlog_may_change();
+            crate::propagation::on_listener_may_appear();
         }
     });
+}
+
+/// Runs before every command any client sends: a SYNC or PSYNC is about to
+/// make a replica (and a replication backlog).
+unsafe extern "C" fn command_filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
+    let Some(api) = API.get() else {
+        return;
+    };
+    // SAFETY: filter is the live filter context of this command.
+    if unsafe { (api.command_filter_args_count)(filter) } < 1 {
+        return;
+    }
+    // SAFETY: position 0 exists (checked above); the string is owned by the
+    // command being filtered and outlives this callback.
+    let name = unsafe { (api.command_filter_arg_get)(filter, 0) };
+    if name.is_null() {
+        return;
+    }
+    let mut len = 0usize;
+    // SAFETY: name is a live module string; the pointer is valid while it is.
+    let ptr = unsafe { (api.string_ptr_len)(name, &mut len) };
+    if ptr.is_null() || !(4..=5).contains(&len) {
+        return;
+    }
+    // SAFETY: ptr points at len readable bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    if crate::propagation::is_replication_handshake(bytes) {
+        crate::propagation::on_listener_may_appear();
+    }
 }
 
 /// Registers the `INFO msetex` section (replacing the redis-module crate's
 /// default handler, which has nothing to report for this module).
 pub fn register_info(ctx: *mut RedisModuleCtx) -> Result<(), String> {
-    let api = API.get().ok_or("module API not initialised")?;
+    let api = api()?;
     // SAFETY: ctx is the load context; info_section matches RedisModuleInfoFunc.
     let status = unsafe { (api.register_info_func)(ctx, Some(info_section)) };
     if status == OK {
@@ -121,15 +195,21 @@ unsafe extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
             // SAFETY: as above; name is NUL-terminated and copied.
             unsafe { (api.info_add_field_long_long)(ctx, name.as_ptr(), value) };
         }
-        let listeners = crate::propagation::listeners_label();
-        // SAFETY: as above; both strings are NUL-terminated and copied.
-        unsafe {
-            (api.info_add_field_c_string)(
-                ctx,
-                c"replication_listeners".as_ptr(),
-                listeners.as_ptr(),
-            )
-        };
+        // SAFETY: a NULL context reads only server-wide flags.
+        let flags = unsafe { (api.get_context_flags)(std::ptr::null_mut()) };
+        let aof = flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0;
+        let mut labels = vec![(
+            c"replication_listeners",
+            crate::propagation::listeners_label(aof),
+        )];
+        if let Some(module) = crate::config::get() {
+            labels.push((c"syntax", module.syntax_label()));
+            labels.push((c"replicate", module.replicate_label()));
+        }
+        for (name, value) in labels {
+            // SAFETY: as above; both strings are NUL-terminated and copied.
+            unsafe { (api.info_add_field_c_string)(ctx, name.as_ptr(), value.as_ptr()) };
+        }
     });
 }
 
@@ -167,6 +247,57 @@ pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'sta
     found
 }
 
+/// `CONFIG GET name` at load time.
+pub fn load_config(ctx: *mut RedisModuleCtx, name: &CStr) -> Option<String> {
+    let api = API.get()?;
+    config_get(ctx, api, name)
+}
+
+/// True when the context flags say the server runs in cluster mode.
+pub fn cluster_enabled(ctx: *mut RedisModuleCtx) -> bool {
+    let Some(api) = API.get() else {
+        return false;
+    };
+    // SAFETY: ctx is the load context; the call only reads flags.
+    let flags = unsafe { (api.get_context_flags)(ctx) };
+    flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
+}
+
+/// True when `name` resolves to a command (COMMAND INFO knows it): the
+/// module checks at load time that the commands it calls or replicates
+/// were not renamed away by `rename-command`.
+pub fn command_exists(ctx: *mut RedisModuleCtx, name: &CStr) -> bool {
+    let Some(api) = API.get() else {
+        return false;
+    };
+    // SAFETY: format "cc" matches two C strings; ctx is the load context.
+    let reply = unsafe {
+        (api.call)(
+            ctx,
+            c"COMMAND".as_ptr(),
+            c"cc".as_ptr(),
+            c"INFO".as_ptr(),
+            name.as_ptr(),
+        )
+    };
+    if reply.is_null() {
+        return false;
+    }
+    // SAFETY: reply is live until freed below; elements belong to it.
+    let exists = unsafe {
+        (api.call_reply_length)(reply) == 1 && {
+            let entry = (api.call_reply_array_element)(reply, 0);
+            !entry.is_null()
+                && (api.call_reply_type)(entry) == raw::REDISMODULE_REPLY_ARRAY as c_int
+                && reply_text(api, (api.call_reply_array_element)(entry, 0))
+                    .is_some_and(|found| found.eq_ignore_ascii_case(&name.to_string_lossy()))
+        }
+    };
+    // SAFETY: freed exactly once, not used afterwards.
+    unsafe { (api.free_call_reply)(reply) };
+    exists
+}
+
 /// What happened to an optional registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Optional {
@@ -177,9 +308,12 @@ pub enum Optional {
 
 /// Attaches COMMAND DOCS / COMMAND INFO data (summary, complexity, since,
 /// arity, key specification, argument tree) to the command `name`.
-pub fn set_command_info(ctx: *mut RedisModuleCtx, name: &CStr) -> Result<Optional, String> {
-    use crate::command_info as info;
-    let api = API.get().ok_or("module API not initialised")?;
+pub fn set_command_info(
+    ctx: *mut RedisModuleCtx,
+    name: &CStr,
+    docs: &Docs,
+) -> Result<Optional, String> {
+    let api = api()?;
     let (Some(get_command), Some(set_info)) = (api.get_command, api.set_command_info) else {
         return Ok(Optional::Unsupported);
     };
@@ -191,8 +325,8 @@ pub fn set_command_info(ctx: *mut RedisModuleCtx, name: &CStr) -> Result<Optiona
     // Every array the server reads lives in `arena` until the call returns;
     // the server copies what it keeps.
     let mut arena: Vec<Vec<raw::RedisModuleCommandArg>> = Vec::new();
-    let args = command_args(info::ARGS, &mut arena);
-    let mut key_specs = [key_spec_range(), key_spec_end()];
+    let args = command_args(docs.args, &mut arena);
+    let mut key_specs = [key_spec(docs.key_spec), key_spec_end()];
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -201,9 +335,9 @@ pub fn set_command_info(ctx: *mut RedisModuleCtx, name: &CStr) -> Result<Optiona
     };
     let command_info = raw::RedisModuleCommandInfo {
         version: &version,
-        summary: info::SUMMARY.as_ptr(),
-        complexity: info::COMPLEXITY.as_ptr(),
-        since: info::SINCE.as_ptr(),
+        summary: docs.summary.as_ptr(),
+        complexity: docs.complexity.as_ptr(),
+        since: docs.since.as_ptr(),
         history: std::ptr::null_mut(),
         tips: std::ptr::null(),
         arity: info::ARITY,
@@ -223,10 +357,9 @@ pub fn set_command_info(ctx: *mut RedisModuleCtx, name: &CStr) -> Result<Optiona
 /// Builds a NULL-terminated C array of `args` (recursively), stored in
 /// `arena`, and returns a pointer to it.
 fn command_args(
-    args: &[crate::command_info::Arg],
+    args: &[info::Arg],
     arena: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
 ) -> *mut raw::RedisModuleCommandArg {
-    use crate::command_info::ArgKind;
     let mut level: Vec<raw::RedisModuleCommandArg> = args
         .iter()
         .map(|arg| {
@@ -238,6 +371,7 @@ fn command_args(
             let type_ = match arg.kind {
                 ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
                 ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
                 ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
                 ArgKind::PureToken => {
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN
@@ -284,27 +418,52 @@ fn command_args(
     ptr
 }
 
-fn key_spec_range() -> raw::RedisModuleCommandKeySpec {
-    use crate::command_info as info;
-    raw::RedisModuleCommandKeySpec {
-        notes: c"Keys follow the options and the time; options move them.".as_ptr(),
-        flags: u64::from(
-            raw::REDISMODULE_CMD_KEY_OW
-                | raw::REDISMODULE_CMD_KEY_UPDATE
-                | raw::REDISMODULE_CMD_KEY_INCOMPLETE,
-        ),
-        begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
-        bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
-            index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 {
-                pos: info::KEY_SPEC_FIRST,
+fn key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
+    let access = raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE;
+    match spec {
+        KeySpec::Range {
+            first,
+            last,
+            step,
+            incomplete,
+        } => raw::RedisModuleCommandKeySpec {
+            notes: if incomplete {
+                c"Keys follow the options and the time; options move them.".as_ptr()
+            } else {
+                c"Keys follow the time.".as_ptr()
+            },
+            flags: u64::from(if incomplete {
+                access | raw::REDISMODULE_CMD_KEY_INCOMPLETE
+            } else {
+                access
+            }),
+            begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+            bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
+                index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: first },
+            },
+            find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+            fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+                range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+                    lastkey: last,
+                    keystep: step,
+                    limit: 0,
+                },
             },
         },
-        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
-        fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
-            range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
-                lastkey: info::KEY_SPEC_LAST,
-                keystep: info::KEY_SPEC_STEP,
-                limit: 0,
+        KeySpec::Keynum { index, step } => raw::RedisModuleCommandKeySpec {
+            notes: std::ptr::null(),
+            flags: u64::from(access),
+            begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+            bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
+                index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: index },
+            },
+            find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
+            fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+                keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
+                    keynumidx: 0,
+                    firstkey: 1,
+                    keystep: step,
+                },
             },
         },
     }
@@ -336,7 +495,7 @@ pub fn set_acl_categories(
     name: &CStr,
     categories: &CStr,
 ) -> Result<Optional, String> {
-    let api = API.get().ok_or("module API not initialised")?;
+    let api = api()?;
     let (Some(get_command), Some(set_categories)) =
         (api.get_command, api.set_command_acl_categories)
     else {
@@ -356,4 +515,15 @@ pub fn set_acl_categories(
             categories.to_string_lossy()
         ))
     }
+}
+
+/// What the server's module API offers for checking a user's permission
+/// to run a command (Redis 7.0+).
+pub fn acl_check_available() -> bool {
+    API.get().is_some_and(|api| {
+        api.get_current_user_name.is_some()
+            && api.get_module_user_from_user_name.is_some()
+            && api.acl_check_command_permissions.is_some()
+            && api.free_module_user.is_some()
+    })
 }

@@ -1,4 +1,4 @@
-//! The only module with `unsafe`: raw calls into the Redis module API.
+//! The only module with `unsafe`: raw calls into the module API.
 //!
 //! The rest of the crate sees safe wrappers: [`Ctx`] for one command call,
 //! [`Arg`] for one argv element, [`Key`] for an open key (in `call`), and
@@ -13,34 +13,31 @@ use libc::{c_char, c_int, c_longlong};
 use std::sync::OnceLock;
 
 use redis_module::raw::{
-    self, RedisModuleCallReply, RedisModuleCtx, RedisModuleKey, RedisModuleString,
+    self, RedisModuleCallReply, RedisModuleCtx, RedisModuleKey, RedisModuleString, RedisModuleUser,
 };
 
 pub(crate) const OK: c_int = raw::REDISMODULE_OK as c_int;
 pub(crate) const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 
-/// Declares [`Api`] with one field per required module API function and the
-/// resolver that copies each pointer out of the crate's bindings.
+/// Declares [`Api`] with one field per module API function and the resolver
+/// that copies each pointer out of the crate's bindings: `required` ones
+/// fail the load when missing, `optional` ones (newer servers) are Options.
 macro_rules! module_api {
-    ($( $field:ident = $symbol:ident : fn($($arg:ty),*) $(-> $ret:ty)? ;)*) => {
+    (
+        required { $( $field:ident = $symbol:ident : fn($($arg:ty),*) $(-> $ret:ty)? ;)* }
+        optional { $( $ofield:ident = $osymbol:ident : fn($($oarg:ty),*) $(-> $oret:ty)? ;)* }
+    ) => {
         /// Module API entry points this crate needs, resolved at load time.
         pub struct Api {
             $( $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
+            $( $ofield: Option<unsafe extern "C" fn($($oarg),*) $(-> $oret)?>, )*
             replicate: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int,
-            /// Redis 7.0+: declares a key with its access flags (for ACLs).
-            key_at_pos_with_flags: Option<unsafe extern "C" fn(*mut RedisModuleCtx, c_int, c_int)>,
-            /// Redis 7.0+: the command handle that COMMAND DOCS data attaches to.
-            get_command: Option<unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleCommand>,
-            /// Redis 7.0+: COMMAND DOCS / COMMAND INFO data.
-            set_command_info: Option<unsafe extern "C" fn(*mut raw::RedisModuleCommand, *const raw::RedisModuleCommandInfo) -> c_int>,
-            /// Redis 7.2+: ACL categories of a module command.
-            set_command_acl_categories: Option<unsafe extern "C" fn(*mut raw::RedisModuleCommand, *const c_char) -> c_int>,
             call: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> *mut RedisModuleCallReply,
         }
 
         impl Api {
             /// Copies the function pointers that `RedisModule_Init` filled in.
-            /// Returns the name of the first one the server does not export.
+            /// Returns the name of the first required one the server lacks.
             fn resolve() -> Result<Api, &'static str> {
                 // SAFETY: these statics are written once by RedisModule_Init
                 // (run by redis_module! before our init) and only read after,
@@ -48,11 +45,8 @@ macro_rules! module_api {
                 let api = unsafe {
                     Api {
                         $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
+                        $( $ofield: raw::$osymbol, )*
                         replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
-                        key_at_pos_with_flags: raw::RedisModule_KeyAtPosWithFlags,
-                        get_command: raw::RedisModule_GetCommand,
-                        set_command_info: raw::RedisModule_SetCommandInfo,
-                        set_command_acl_categories: raw::RedisModule_SetCommandACLCategories,
                         call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
                     }
                 };
@@ -62,57 +56,90 @@ macro_rules! module_api {
     };
 }
 
-// Every function here exists since Redis 6.2 (SetAbsExpire since 6.2.2);
-// newer ones are optional fields above and checked before use.
+// Every required function exists since Redis 6.2.2 (SetAbsExpire and
+// GetAbsExpire are the newest); the optional ones are checked before use.
 module_api! {
-    create_command = RedisModule_CreateCommand: fn(*mut RedisModuleCtx, *const c_char, raw::RedisModuleCmdFunc, *const c_char, c_int, c_int, c_int) -> c_int;
-    open_key = RedisModule_OpenKey: fn(*mut RedisModuleCtx, *mut RedisModuleString, c_int) -> *mut RedisModuleKey;
-    close_key = RedisModule_CloseKey: fn(*mut RedisModuleKey);
-    key_type = RedisModule_KeyType: fn(*mut RedisModuleKey) -> c_int;
-    value_length = RedisModule_ValueLength: fn(*mut RedisModuleKey) -> usize;
-    string_dma = RedisModule_StringDMA: fn(*mut RedisModuleKey, *mut usize, c_int) -> *mut c_char;
-    string_set = RedisModule_StringSet: fn(*mut RedisModuleKey, *mut RedisModuleString) -> c_int;
-    set_abs_expire = RedisModule_SetAbsExpire: fn(*mut RedisModuleKey, raw::mstime_t) -> c_int;
-    string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
-    create_string = RedisModule_CreateString: fn(*mut RedisModuleCtx, *const c_char, usize) -> *mut RedisModuleString;
-    create_string_from_long_long = RedisModule_CreateStringFromLongLong: fn(*mut RedisModuleCtx, c_longlong) -> *mut RedisModuleString;
-    free_string = RedisModule_FreeString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
-    notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
-    call_reply_type = RedisModule_CallReplyType: fn(*mut RedisModuleCallReply) -> c_int;
-    free_call_reply = RedisModule_FreeCallReply: fn(*mut RedisModuleCallReply);
-    reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
-    reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
-    reply_with_error = RedisModule_ReplyWithError: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
-    milliseconds = RedisModule_Milliseconds: fn() -> raw::mstime_t;
-    register_info_func = RedisModule_RegisterInfoFunc: fn(*mut RedisModuleCtx, raw::RedisModuleInfoFunc) -> c_int;
-    info_add_section = RedisModule_InfoAddSection: fn(*mut raw::RedisModuleInfoCtx, *const c_char) -> c_int;
-    info_add_field_long_long = RedisModule_InfoAddFieldLongLong: fn(*mut raw::RedisModuleInfoCtx, *const c_char, c_longlong) -> c_int;
-    info_add_field_c_string = RedisModule_InfoAddFieldCString: fn(*mut raw::RedisModuleInfoCtx, *const c_char, *const c_char) -> c_int;
-    set_module_options = RedisModule_SetModuleOptions: fn(*mut RedisModuleCtx, c_int);
-    signal_modified_key = RedisModule_SignalModifiedKey: fn(*mut RedisModuleCtx, *mut RedisModuleString) -> c_int;
-    is_keys_position_request = RedisModule_IsKeysPositionRequest: fn(*mut RedisModuleCtx) -> c_int;
-    key_at_pos = RedisModule_KeyAtPos: fn(*mut RedisModuleCtx, c_int);
-    get_context_flags = RedisModule_GetContextFlags: fn(*mut RedisModuleCtx) -> c_int;
-    replicate_verbatim = RedisModule_ReplicateVerbatim: fn(*mut RedisModuleCtx) -> c_int;
-    subscribe_to_server_event = RedisModule_SubscribeToServerEvent: fn(*mut RedisModuleCtx, raw::RedisModuleEvent, raw::RedisModuleEventCallback) -> c_int;
-    get_server_info = RedisModule_GetServerInfo: fn(*mut RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleServerInfoData;
-    free_server_info = RedisModule_FreeServerInfo: fn(*mut RedisModuleCtx, *mut raw::RedisModuleServerInfoData);
-    server_info_get_field_c = RedisModule_ServerInfoGetFieldC: fn(*mut raw::RedisModuleServerInfoData, *const c_char) -> *const c_char;
+    required {
+        create_command = RedisModule_CreateCommand: fn(*mut RedisModuleCtx, *const c_char, raw::RedisModuleCmdFunc, *const c_char, c_int, c_int, c_int) -> c_int;
+        open_key = RedisModule_OpenKey: fn(*mut RedisModuleCtx, *mut RedisModuleString, c_int) -> *mut RedisModuleKey;
+        close_key = RedisModule_CloseKey: fn(*mut RedisModuleKey);
+        key_type = RedisModule_KeyType: fn(*mut RedisModuleKey) -> c_int;
+        value_length = RedisModule_ValueLength: fn(*mut RedisModuleKey) -> usize;
+        string_dma = RedisModule_StringDMA: fn(*mut RedisModuleKey, *mut usize, c_int) -> *mut c_char;
+        string_set = RedisModule_StringSet: fn(*mut RedisModuleKey, *mut RedisModuleString) -> c_int;
+        delete_key = RedisModule_DeleteKey: fn(*mut RedisModuleKey) -> c_int;
+        set_expire = RedisModule_SetExpire: fn(*mut RedisModuleKey, raw::mstime_t) -> c_int;
+        set_abs_expire = RedisModule_SetAbsExpire: fn(*mut RedisModuleKey, raw::mstime_t) -> c_int;
+        get_abs_expire = RedisModule_GetAbsExpire: fn(*mut RedisModuleKey) -> raw::mstime_t;
+        set_lru = RedisModule_SetLRU: fn(*mut RedisModuleKey, raw::mstime_t) -> c_int;
+        get_lfu = RedisModule_GetLFU: fn(*mut RedisModuleKey, *mut c_longlong) -> c_int;
+        set_lfu = RedisModule_SetLFU: fn(*mut RedisModuleKey, c_longlong) -> c_int;
+        string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
+        create_string = RedisModule_CreateString: fn(*mut RedisModuleCtx, *const c_char, usize) -> *mut RedisModuleString;
+        create_string_from_long_long = RedisModule_CreateStringFromLongLong: fn(*mut RedisModuleCtx, c_longlong) -> *mut RedisModuleString;
+        free_string = RedisModule_FreeString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
+        notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
+        call_reply_type = RedisModule_CallReplyType: fn(*mut RedisModuleCallReply) -> c_int;
+        call_reply_length = RedisModule_CallReplyLength: fn(*mut RedisModuleCallReply) -> usize;
+        call_reply_array_element = RedisModule_CallReplyArrayElement: fn(*mut RedisModuleCallReply, usize) -> *mut RedisModuleCallReply;
+        call_reply_string_ptr = RedisModule_CallReplyStringPtr: fn(*mut RedisModuleCallReply, *mut usize) -> *const c_char;
+        free_call_reply = RedisModule_FreeCallReply: fn(*mut RedisModuleCallReply);
+        reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
+        reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
+        reply_with_error = RedisModule_ReplyWithError: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
+        milliseconds = RedisModule_Milliseconds: fn() -> raw::mstime_t;
+        register_info_func = RedisModule_RegisterInfoFunc: fn(*mut RedisModuleCtx, raw::RedisModuleInfoFunc) -> c_int;
+        info_add_section = RedisModule_InfoAddSection: fn(*mut raw::RedisModuleInfoCtx, *const c_char) -> c_int;
+        info_add_field_long_long = RedisModule_InfoAddFieldLongLong: fn(*mut raw::RedisModuleInfoCtx, *const c_char, c_longlong) -> c_int;
+        info_add_field_c_string = RedisModule_InfoAddFieldCString: fn(*mut raw::RedisModuleInfoCtx, *const c_char, *const c_char) -> c_int;
+        set_module_options = RedisModule_SetModuleOptions: fn(*mut RedisModuleCtx, c_int);
+        signal_modified_key = RedisModule_SignalModifiedKey: fn(*mut RedisModuleCtx, *mut RedisModuleString) -> c_int;
+        is_keys_position_request = RedisModule_IsKeysPositionRequest: fn(*mut RedisModuleCtx) -> c_int;
+        key_at_pos = RedisModule_KeyAtPos: fn(*mut RedisModuleCtx, c_int);
+        get_context_flags = RedisModule_GetContextFlags: fn(*mut RedisModuleCtx) -> c_int;
+        replicate_verbatim = RedisModule_ReplicateVerbatim: fn(*mut RedisModuleCtx) -> c_int;
+        subscribe_to_server_event = RedisModule_SubscribeToServerEvent: fn(*mut RedisModuleCtx, raw::RedisModuleEvent, raw::RedisModuleEventCallback) -> c_int;
+        get_server_info = RedisModule_GetServerInfo: fn(*mut RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleServerInfoData;
+        free_server_info = RedisModule_FreeServerInfo: fn(*mut RedisModuleCtx, *mut raw::RedisModuleServerInfoData);
+        server_info_get_field_c = RedisModule_ServerInfoGetFieldC: fn(*mut raw::RedisModuleServerInfoData, *const c_char) -> *const c_char;
+        register_command_filter = RedisModule_RegisterCommandFilter: fn(*mut RedisModuleCtx, raw::RedisModuleCommandFilterFunc, c_int) -> *mut raw::RedisModuleCommandFilter;
+        command_filter_args_count = RedisModule_CommandFilterArgsCount: fn(*mut raw::RedisModuleCommandFilterCtx) -> c_int;
+        command_filter_arg_get = RedisModule_CommandFilterArgGet: fn(*mut raw::RedisModuleCommandFilterCtx, c_int) -> *mut RedisModuleString;
+    }
+    optional {
+        // Redis 7.0+: declares a key with its access flags (for ACLs).
+        key_at_pos_with_flags = RedisModule_KeyAtPosWithFlags: fn(*mut RedisModuleCtx, c_int, c_int);
+        // Redis 7.0+: the command handle that COMMAND DOCS data attaches to.
+        get_command = RedisModule_GetCommand: fn(*mut RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleCommand;
+        // Redis 7.0+: COMMAND DOCS / COMMAND INFO data and key specs.
+        set_command_info = RedisModule_SetCommandInfo: fn(*mut raw::RedisModuleCommand, *const raw::RedisModuleCommandInfo) -> c_int;
+        // Redis 7.2+: ACL categories of a module command.
+        set_command_acl_categories = RedisModule_SetCommandACLCategories: fn(*mut raw::RedisModuleCommand, *const c_char) -> c_int;
+        // Redis 7.0+: checking a user's permission to run a command.
+        get_current_user_name = RedisModule_GetCurrentUserName: fn(*mut RedisModuleCtx) -> *mut RedisModuleString;
+        get_module_user_from_user_name = RedisModule_GetModuleUserFromUserName: fn(*mut RedisModuleString) -> *mut RedisModuleUser;
+        acl_check_command_permissions = RedisModule_ACLCheckCommandPermissions: fn(*mut RedisModuleUser, *mut *mut RedisModuleString, c_int) -> c_int;
+        free_module_user = RedisModule_FreeModuleUser: fn(*mut RedisModuleUser);
+        acl_add_log_entry = RedisModule_ACLAddLogEntry: fn(*mut RedisModuleCtx, *mut RedisModuleUser, *mut RedisModuleString, raw::RedisModuleACLLogEntryReason);
+        // Redis 7.2+ / Valkey: which module options this server knows.
+        get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
+    }
 }
 
 pub(crate) static API: OnceLock<Api> = OnceLock::new();
 
 /// Resolves the module API. Call once from the module's init function.
-pub fn init_api() -> Result<(), String> {
-    if API.get().is_some() {
-        return Ok(());
+pub fn init_api() -> Result<&'static Api, String> {
+    if let Some(api) = API.get() {
+        return Ok(api);
     }
     let api = Api::resolve()
         .map_err(|missing| format!("this server does not export {missing}, which msetex needs"))?;
     // A concurrent set cannot happen (module loading is single-threaded);
     // if it did, the value already stored is equally valid.
     let _ = API.set(api);
-    Ok(())
+    API.get()
+        .ok_or_else(|| "module API not initialised".to_owned())
 }
 
 /// Log levels of `RedisModule_Log`.
@@ -144,6 +171,8 @@ pub fn log(ctx: *mut RedisModuleCtx, level: LogLevel, message: &str) {
 
 mod call;
 mod load;
+mod sds;
 
-pub use call::{Arg, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply};
+pub use call::{Arg, ContextFlags, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply, Touch};
 pub use load::*;
+pub use sds::Allocation;

@@ -110,6 +110,14 @@ impl Target {
         self.at_least(Some((8, 4)), Some((9, 1)))
     }
 
+    /// Whether the TTL form takes options in cluster mode. Valkey 9 asks for a
+    /// command's keys from I/O threads in cluster mode (and can turn them on
+    /// at run time), so the module declares its keys by key specs only and
+    /// refuses the options there, whose keys those cannot describe.
+    pub fn ttl_options_in_cluster(&self) -> bool {
+        !self.at_least(None, Some((9, 0)))
+    }
+
     /// ACL categories for module commands (RedisModule_SetCommandACLCategories).
     pub fn has_module_acl_categories(&self) -> bool {
         self.at_least(Some((7, 2)), Some((7, 2)))

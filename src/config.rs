@@ -1,0 +1,82 @@
+//! What the module decided when it loaded, read by every call.
+
+use std::ffi::CString;
+use std::sync::RwLock;
+
+use crate::load_args::Replicate;
+use crate::parse::Syntax;
+use crate::server::Profile;
+
+/// How the server learns where a call's keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeysDeclared {
+    /// The `getkeys-api` callback: exact for every form.
+    ByCallback,
+    /// Key specifications only (the server may ask from an I/O thread):
+    /// exact for `MSETEX seconds key value ...` and for the NUMKEYS form
+    /// outside cluster mode; other calls are refused (see `command`).
+    BySpecs,
+}
+
+/// How a user's right to write is checked before MSETEX runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclCheck {
+    /// The server checks ACL categories (Redis 7.2+, Valkey): nothing to do.
+    ByServer,
+    /// No categories for module commands (Redis 7.0): the module checks
+    /// that the user may run SET on the first key.
+    AgainstSet,
+    /// Redis 6.2: no module API can check a command permission.
+    Unavailable,
+}
+
+/// The loaded module.
+#[derive(Debug)]
+pub struct Module {
+    /// The registered command name, in lower case.
+    pub name: String,
+    pub name_c: CString,
+    pub syntax: Syntax,
+    pub replicate: Replicate,
+    pub profile: Profile,
+    pub keys: KeysDeclared,
+    pub acl: AclCheck,
+    /// `cluster-enabled yes`.
+    pub cluster: bool,
+    /// The changes counter (`<name>.changes`, REPLICATE MSETEX only).
+    pub counter_c: Option<CString>,
+}
+
+static MODULE: RwLock<Option<&'static Module>> = RwLock::new(None);
+
+/// Records the loaded module (leaked: a handful of bytes per MODULE LOAD,
+/// so that every call can hold a plain reference).
+pub fn set(module: Module) {
+    let module: &'static Module = Box::leak(Box::new(module));
+    if let Ok(mut slot) = MODULE.write() {
+        *slot = Some(module);
+    }
+}
+
+/// The loaded module, if the load got that far.
+pub fn get() -> Option<&'static Module> {
+    MODULE.read().ok().and_then(|slot| *slot)
+}
+
+impl Module {
+    /// `INFO msetex` `msetex_syntax`.
+    pub fn syntax_label(&self) -> &'static std::ffi::CStr {
+        match self.syntax {
+            Syntax::Ttl => c"ttl",
+            Syntax::Numkeys => c"numkeys",
+        }
+    }
+
+    /// `INFO msetex` `msetex_replicate`.
+    pub fn replicate_label(&self) -> &'static std::ffi::CStr {
+        match self.replicate {
+            Replicate::Set => c"set",
+            Replicate::Msetex => c"msetex",
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The module's load arguments:
+//!
+//! ```text
+//! loadmodule /path/libmsetex.so [SYNTAX TTL | NUMKEYS] [REPLICATE SET | MSETEX]
+//!                               [COMMAND-NAME name]
+//! ```
+//!
+//! Pure functions (no Redis types); a bad argument is refused with the one
+//! log line the error carries, and the server does not load the module.
+
+use crate::parse::Syntax;
+
+/// The command name used when no `COMMAND-NAME` load argument is given.
+pub const DEFAULT_COMMAND_NAME: &str = "msetex";
+
+/// What goes to replicas and the AOF for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicate {
+    /// Each key as `SET key value PXAT ms` (the default): native commands,
+    /// so replicas and AOF loading need nothing.
+    Set,
+    /// Each call as one command with its absolute deadline, in the loaded
+    /// syntax: replicas and AOF loading need the module (or, for the NUMKEYS
+    /// form, a server with its own MSETEX).
+    Msetex,
+}
+
+/// Everything the load arguments decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The name to register the command under, in lower case.
+    pub command_name: String,
+    pub syntax: Syntax,
+    pub replicate: Replicate,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            command_name: DEFAULT_COMMAND_NAME.to_owned(),
+            syntax: Syntax::Ttl,
+            replicate: Replicate::Set,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// True when the command keeps its default name.
+    pub fn default_name(&self) -> bool {
+        self.command_name == DEFAULT_COMMAND_NAME
+    }
+}
+
+const USAGE: &str = "the load arguments are SYNTAX TTL|NUMKEYS, REPLICATE SET|MSETEX \
+                     and COMMAND-NAME <name>";
+
+/// Parses the load arguments; the error is the log line to print. A repeated
+/// argument takes its last value, like repeated config lines.
+pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
+    let mut options = LoadOptions::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let text = String::from_utf8_lossy(arg).to_ascii_uppercase();
+        let value = |rest: &mut std::slice::Iter<&[u8]>| {
+            rest.next()
+                .map(|value| String::from_utf8_lossy(value).into_owned())
+                .ok_or_else(|| format!("{text} needs a value ({USAGE})"))
+        };
+        match text.as_str() {
+            "COMMAND-NAME" => options.command_name = valid_command_name(&value(&mut rest)?)?,
+            "SYNTAX" => {
+                let value = value(&mut rest)?;
+                options.syntax = match value.to_ascii_uppercase().as_str() {
+                    "TTL" => Syntax::Ttl,
+                    "NUMKEYS" => Syntax::Numkeys,
+                    _ => return Err(format!("unknown SYNTAX '{value}' (TTL or NUMKEYS)")),
+                };
+            }
+            "REPLICATE" => {
+                let value = value(&mut rest)?;
+                options.replicate = match value.to_ascii_uppercase().as_str() {
+                    "SET" => Replicate::Set,
+                    "MSETEX" => Replicate::Msetex,
+                    _ => return Err(format!("unknown REPLICATE '{value}' (SET or MSETEX)")),
+                };
+            }
+            _ => {
+                return Err(format!(
+                    "unknown load argument '{}' ({USAGE})",
+                    String::from_utf8_lossy(arg)
+                ))
+            }
+        }
+    }
+    Ok(options)
+}
+
+/// A command name the server can register and clients can type: printable
+/// ASCII without spaces or `|` (which separates subcommands), at most 64
+/// bytes. Returned in lower case, as the server lists command names.
+fn valid_command_name(name: &str) -> Result<String, String> {
+    let printable = name.bytes().all(|b| b.is_ascii_graphic() && b != b'|');
+    if name.is_empty() || name.len() > 64 || !printable {
+        return Err(format!(
+            "invalid COMMAND-NAME '{name}': use 1 to 64 printable characters, no spaces or '|'"
+        ));
+    }
+    Ok(name.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<LoadOptions, String> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        parse_load_args(&bytes)
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(parse(&[]), Ok(LoadOptions::default()));
+        assert_eq!(LoadOptions::default().syntax, Syntax::Ttl);
+        assert_eq!(LoadOptions::default().replicate, Replicate::Set);
+    }
+
+    #[test]
+    fn every_argument_in_any_case_and_order() {
+        let options = parse(&[
+            "replicate",
+            "msetex",
+            "Command-Name",
+            "MyApp.MSetEx",
+            "syntax",
+            "numkeys",
+        ])
+        .unwrap();
+        assert_eq!(
+            options,
+            LoadOptions {
+                command_name: "myapp.msetex".into(),
+                syntax: Syntax::Numkeys,
+                replicate: Replicate::Msetex,
+            }
+        );
+        // The last value wins, like repeated config lines.
+        let options = parse(&["SYNTAX", "NUMKEYS", "SYNTAX", "TTL"]).unwrap();
+        assert_eq!(options.syntax, Syntax::Ttl);
+    }
+
+    #[test]
+    fn bad_arguments_say_what_is_wrong() {
+        let error = |args: &[&str]| parse(args).unwrap_err();
+        assert!(error(&["COMMAND-NAME"]).starts_with("COMMAND-NAME needs a value"));
+        assert!(error(&["SYNTAX"]).starts_with("SYNTAX needs a value"));
+        assert!(error(&["REPLICATE"]).starts_with("REPLICATE needs a value"));
+        assert_eq!(
+            error(&["SYNTAX", "LEGACY"]),
+            "unknown SYNTAX 'LEGACY' (TTL or NUMKEYS)"
+        );
+        assert_eq!(
+            error(&["REPLICATE", "AOF"]),
+            "unknown REPLICATE 'AOF' (SET or MSETEX)"
+        );
+        assert!(error(&["NAME", "x"]).starts_with("unknown load argument 'NAME'"));
+        for bad in ["", "two words", "a|b", "tab\there", &"x".repeat(65)] {
+            assert!(
+                error(&["COMMAND-NAME", bad]).starts_with("invalid COMMAND-NAME"),
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,193 @@
+use super::*;
+use crate::load_args::Replicate;
+
+/// Parses INFO text into a field lookup, as the server's INFO reply.
+fn from_info(text: &str) -> Option<Server> {
+    Server::identify(|name| {
+        text.lines().find_map(|line| {
+            line.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix(':'))
+                .map(str::trim)
+        })
+    })
+}
+
+fn redis(version: &str) -> Server {
+    from_info(&format!(
+        "# Server\r\nredis_version:{version}\r\nredis_mode:standalone\r\n"
+    ))
+    .unwrap()
+}
+
+fn valkey(version: &str) -> Server {
+    from_info(&format!(
+        "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:{version}\r\n"
+    ))
+    .unwrap()
+}
+
+const PLAIN: Environment = Environment {
+    cluster: false,
+    io_threads: 1,
+    jemalloc: true,
+};
+
+#[test]
+fn identifies_every_server_kind() {
+    assert_eq!(
+        redis("7.0.15"),
+        Server {
+            product: Product::Redis,
+            version: (7, 0, 15)
+        }
+    );
+    assert_eq!(valkey("8.0.1").product, Product::Valkey);
+    assert_eq!(valkey("255.255.255").version, (255, 255, 255));
+    let valkey_7_2 = "# Server\r\nredis_version:7.2.5\r\nserver_name:valkey\r\n";
+    assert_eq!(
+        from_info(valkey_7_2),
+        Some(Server {
+            product: Product::Valkey,
+            version: (7, 2, 5)
+        })
+    );
+    assert_eq!(from_info("# Server\r\nos:Linux\r\n"), None);
+    assert_eq!(from_info("# Server\r\nredis_version:unknown\r\n"), None);
+    assert_eq!(redis("8.4.0-rc1").version, (8, 4, 0));
+}
+
+#[test]
+fn builtin_msetex_from_redis_8_4_and_valkey_9_1() {
+    let cases = [
+        (redis("6.2.14"), false),
+        (redis("7.0.15"), false),
+        (redis("8.2.2"), false),
+        (redis("8.4.0"), true),
+        (redis("8.6.3"), true),
+        (valkey("8.1.3"), false),
+        (valkey("9.0.0"), false),
+        (valkey("9.1.0"), true),
+        (valkey("255.255.255"), true),
+    ];
+    for (server, builtin) in cases {
+        assert_eq!(server.has_builtin_msetex(), builtin, "{server:?}");
+    }
+}
+
+#[test]
+fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
+    let with = |io_threads, cluster| Environment {
+        cluster,
+        io_threads,
+        jemalloc: true,
+    };
+    let io = |server: &Server, env| Profile::new(Some(server), env).keys_on_io_threads;
+    assert!(!io(&redis("8.6.3"), with(1, false)));
+    assert!(io(&redis("8.6.3"), with(4, false)));
+    assert!(!io(&redis("8.0.6"), with(4, false)));
+    assert!(!io(&redis("7.0.15"), with(4, true)));
+    // Valkey: only in cluster mode; 9 can raise io-threads at run time.
+    assert!(!io(&valkey("8.1.1"), with(4, false)));
+    assert!(!io(&valkey("8.1.1"), with(1, true)));
+    assert!(io(&valkey("8.0.1"), with(4, true)));
+    assert!(io(&valkey("9.1.2"), with(1, true)));
+    assert!(!io(&valkey("7.2.7"), with(4, true)));
+    // Unknown server: the careful choice.
+    assert!(Profile::new(None, PLAIN).keys_on_io_threads);
+}
+
+#[test]
+fn write_paths_follow_what_set_leaves() {
+    let profile = |server: &Server| Profile::new(Some(server), PLAIN);
+    let redis_6_2 = profile(&redis("6.2.16"));
+    assert!(!redis_6_2.key_api_writes);
+    assert_eq!(redis_6_2.in_place_min_len, None);
+    assert_eq!(profile(&redis("7.0.15")).in_place_min_len, Some(1));
+    assert_eq!(profile(&redis("8.0.6")).in_place_min_len, Some(1));
+    assert_eq!(profile(&valkey("8.0.1")).in_place_min_len, Some(1));
+    assert_eq!(profile(&valkey("8.1.1")).in_place_min_len, Some(45));
+    assert_eq!(profile(&valkey("9.1.2")).in_place_min_len, Some(115));
+    let redis_8_6 = profile(&redis("8.6.3"));
+    assert!(!redis_8_6.key_api_writes);
+    assert_eq!(redis_8_6.in_place_min_len, None);
+    assert!(profile(&valkey("9.1.2")).key_api_writes);
+    let libc = Environment {
+        jemalloc: false,
+        ..PLAIN
+    };
+    assert_eq!(
+        Profile::new(Some(&redis("7.0.15")), libc).in_place_min_len,
+        None
+    );
+}
+
+#[test]
+fn past_deadlines_as_set_treats_them() {
+    let past = |server: &Server| Profile::new(Some(server), PLAIN).past_deadline;
+    assert_eq!(past(&redis("8.6.3")), PastDeadline::Store);
+    assert_eq!(past(&valkey("7.2.7")), PastDeadline::Store);
+    assert_eq!(
+        past(&valkey("8.0.1")),
+        PastDeadline::Delete {
+            event: c"del",
+            expired_class: false
+        }
+    );
+    assert_eq!(
+        past(&valkey("9.1.2")),
+        PastDeadline::Delete {
+            event: c"expired",
+            expired_class: true
+        }
+    );
+}
+
+#[test]
+fn error_texts_and_cluster_options() {
+    assert!(Profile::new(Some(&redis("6.2.16")), PLAIN).legacy_error_texts);
+    assert!(!Profile::new(Some(&valkey("7.2.7")), PLAIN).legacy_error_texts);
+    let cluster = Environment {
+        cluster: true,
+        ..PLAIN
+    };
+    let valkey_9 = Profile::new(Some(&valkey("9.1.2")), cluster);
+    assert!(!valkey_9.shortcut_allowed && valkey_9.atomic_slot_migration);
+    assert!(Profile::new(Some(&valkey("8.1.1")), cluster).shortcut_allowed);
+    assert!(Profile::new(Some(&valkey("9.1.2")), PLAIN).shortcut_allowed);
+}
+
+#[test]
+fn registration_on_servers_with_a_builtin_msetex() {
+    let options = |syntax, name: &str| LoadOptions {
+        command_name: name.into(),
+        syntax,
+        replicate: Replicate::Set,
+    };
+    let new = redis("8.4.0");
+    let old = redis("7.0.15");
+    let error = registration(Some(&new), &options(Syntax::Ttl, "msetex")).unwrap_err();
+    assert!(
+        error.contains("Redis 8.4.0") && error.contains("COMMAND-NAME"),
+        "{error}"
+    );
+    assert_eq!(
+        registration(Some(&new), &options(Syntax::Ttl, "msetex.ttl")),
+        Ok(Registration::Command)
+    );
+    assert!(matches!(
+        registration(Some(&valkey("9.1.2")), &options(Syntax::Numkeys, "msetex")),
+        Ok(Registration::BuiltinServes(line)) if line.contains("Valkey 9.1.2")
+    ));
+    assert_eq!(
+        registration(Some(&new), &options(Syntax::Numkeys, "msetex.nk")),
+        Ok(Registration::Command)
+    );
+    assert_eq!(
+        registration(Some(&old), &options(Syntax::Ttl, "msetex")),
+        Ok(Registration::Command)
+    );
+    assert_eq!(
+        registration(None, &options(Syntax::Ttl, "msetex")),
+        Ok(Registration::Command)
+    );
+}

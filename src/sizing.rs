@@ -1,0 +1,97 @@
+//! Whether a string value's allocation is no bigger than SET would leave:
+//! the check before writing into a string in place (see `ffi::sds`).
+//!
+//! SET stores a new object sized exactly for its value, rounded up by the
+//! allocator to its size class. An in-place write keeps the old buffer, so
+//! it is only as compact as SET when that buffer is no bigger than the class
+//! a fresh one would get. The servers this module runs on all allocate with
+//! jemalloc (checked at load; elsewhere nothing is written in place), whose
+//! size classes are computed here.
+
+use crate::ffi::Allocation;
+
+/// The usable size jemalloc gives a request of `size` bytes (default build:
+/// 8-byte tiny class, 16-byte quantum up to 128, then four classes per
+/// doubling).
+pub fn jemalloc_class(size: usize) -> usize {
+    match size {
+        0..=8 => 8,
+        9..=128 => size.div_ceil(16) * 16,
+        _ => {
+            let spacing = size.next_power_of_two() / 8;
+            size.div_ceil(spacing) * spacing
+        }
+    }
+}
+
+/// The sds header a fresh string of `len` bytes gets.
+fn header_for(len: usize) -> usize {
+    match len {
+        0..=31 => 1,
+        32..=255 => 3,
+        256..=65_535 => 5,
+        _ => 9,
+    }
+}
+
+/// True when the buffer described by `allocation`, holding `len` bytes,
+/// takes no more memory than a fresh string of `len` bytes would.
+pub fn as_compact_as_fresh(allocation: Allocation, len: usize) -> bool {
+    match allocation {
+        Allocation::Exact => true,
+        Allocation::Capacity { header, capacity } => {
+            jemalloc_class(header + capacity + 1) <= jemalloc_class(header_for(len) + len + 1)
+        }
+        Allocation::Unknown => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jemalloc_size_classes() {
+        let classes = [
+            (1, 8),
+            (8, 8),
+            (9, 16),
+            (36, 48),
+            (128, 128),
+            (129, 160),
+            (256, 256),
+            (257, 320),
+            (1006, 1024),
+            (4100, 5120),
+            (16_385, 20_480),
+        ];
+        for (size, class) in classes {
+            assert_eq!(jemalloc_class(size), class, "{size}");
+        }
+    }
+
+    #[test]
+    fn fresh_and_appended_strings() {
+        // As createRawStringObject leaves a 40-byte value: a 3-byte header,
+        // capacity = usable size - header - 1.
+        let fresh = Allocation::Capacity {
+            header: 3,
+            capacity: jemalloc_class(3 + 40 + 1) - 3 - 1,
+        };
+        assert!(as_compact_as_fresh(fresh, 40));
+        // APPEND doubles the capacity it asks for.
+        let appended = Allocation::Capacity {
+            header: 3,
+            capacity: 80,
+        };
+        assert!(!as_compact_as_fresh(appended, 40));
+        // 5,000 bytes grown by APPEND (the hazard that was reported).
+        let appended = Allocation::Capacity {
+            header: 5,
+            capacity: 10_000,
+        };
+        assert!(!as_compact_as_fresh(appended, 5000));
+        assert!(as_compact_as_fresh(Allocation::Exact, 20));
+        assert!(!as_compact_as_fresh(Allocation::Unknown, 20));
+    }
+}

@@ -529,6 +529,67 @@ pub fn start_replica(primary: &Server, config: ServerConfig) -> Server {
     replica
 }
 
+/// A cluster of two nodes, both with `config` plus cluster mode: a primary
+/// owning every slot and its replica, linked and synced.
+pub fn cluster_pair(config: ServerConfig, replica_config: ServerConfig) -> (Server, Server) {
+    let cluster = |config: ServerConfig| {
+        config
+            .line("cluster-enabled yes")
+            .line("cluster-config-file nodes.conf")
+            .line("cluster-node-timeout 5000")
+            .start()
+    };
+    let primary = cluster(config);
+    let replica = cluster(replica_config);
+    let mut p = primary.client();
+    let mut addslots = vec!["CLUSTER".to_owned(), "ADDSLOTS".to_owned()];
+    addslots.extend((0..16384).map(|slot: u32| slot.to_string()));
+    q::<(), _>(&mut p, &addslots);
+    let id: String = q(&mut p, &["CLUSTER", "MYID"]);
+    let mut r = replica.client();
+    q::<(), _>(
+        &mut r,
+        &["CLUSTER", "MEET", "127.0.0.1", &primary.port().to_string()],
+    );
+    let known = eventually(Duration::from_secs(20), || {
+        q::<String, _>(&mut r, &["CLUSTER", "NODES"]).contains(&id)
+    });
+    assert!(
+        known,
+        "the replica never learned the primary:\n{}",
+        replica.log()
+    );
+    q::<(), _>(&mut r, &["CLUSTER", "REPLICATE", &id]);
+    let up = eventually(Duration::from_secs(30), || {
+        info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+            && q::<String, _>(&mut p, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    });
+    assert!(up, "the cluster replica never synced:\n{}", replica.log());
+    (primary, replica)
+}
+
+/// `DEBUG DIGEST`: one hash of every key, value and expiry instant, for
+/// proving that two servers hold the same data.
+pub fn digest(con: &mut Connection) -> String {
+    q(con, &["DEBUG", "DIGEST"])
+}
+
+/// Runs redis-benchmark against `server` for about `seconds` with `args`
+/// (`-c`, `--threads`, the command...), killed at the deadline.
+pub fn benchmark_for(server: &Server, seconds: u64, args: &[&str]) {
+    let mut child = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
+        .args(["-n", "1000000000", "-q"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run redis-benchmark (install redis-tools)");
+    std::thread::sleep(Duration::from_secs(seconds));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Blocks until every write so far reached `replicas` replicas.
 pub fn wait_for_replicas(primary: &mut Connection, replicas: i64) {
     let acked: i64 = q(primary, &["WAIT", &replicas.to_string(), "10000"]);

@@ -118,6 +118,28 @@ impl Target {
         !self.at_least(None, Some((9, 0)))
     }
 
+    /// Whether this server asks a module for a command's keys from its I/O
+    /// threads with this configuration (Redis 8.2+ with io-threads; Valkey 8+
+    /// in cluster mode with io-threads, or always from Valkey 9, which can
+    /// turn them on at run time): the module then declares keys by key
+    /// specs only.
+    pub fn keys_from_io_threads(&self, io_threads: u32, cluster: bool) -> bool {
+        match self.product {
+            Product::Redis => self.at_least(Some((8, 2)), None) && io_threads > 1,
+            Product::Valkey => {
+                cluster
+                    && (io_threads > 1 || self.at_least(None, Some((9, 0))))
+                    && self.at_least(None, Some((8, 0)))
+            }
+        }
+    }
+
+    /// Whether the crash of module getkeys callbacks on I/O threads needs
+    /// cluster mode on this server (Valkey computes slots on I/O threads).
+    pub fn io_thread_keys_need_cluster(&self) -> bool {
+        self.is_valkey()
+    }
+
     /// ACL categories for module commands (RedisModule_SetCommandACLCategories).
     pub fn has_module_acl_categories(&self) -> bool {
         self.at_least(Some((7, 2)), Some((7, 2)))

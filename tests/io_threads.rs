@@ -1,0 +1,114 @@
+//! Servers that ask for a command's keys from their I/O threads (Redis 8.2+
+//! with io-threads; Valkey 8+ in cluster mode): a `getkeys-api` callback
+//! there runs a module context on an I/O thread while the main thread works,
+//! which crashed Redis 8.6.3 and Valkey 8.0-9.1 under load with a replica.
+//! The module declares its keys by key specs on those servers instead.
+//! Sized for the suite (5 s of load); `make soak` runs 60 s on every server.
+
+mod common;
+
+use common::*;
+
+const IO_THREADS: u32 = 4;
+
+/// A primary with `io-threads 4` (in cluster mode where the server computes
+/// slots on I/O threads) and a replica, both with the module.
+fn primary_and_replica() -> (Server, Server, bool) {
+    let cluster = target().io_thread_keys_need_cluster();
+    let config = ServerConfig::default().line(&format!("io-threads {IO_THREADS}"));
+    if cluster {
+        let (primary, replica) = cluster_pair(config, ServerConfig::default());
+        (primary, replica, true)
+    } else {
+        let primary = config.start();
+        let replica = start_replica(&primary, ServerConfig::default());
+        (primary, replica, false)
+    }
+}
+
+#[test]
+fn io_threads_with_a_replica_under_load_keep_the_server_up() {
+    let (primary, replica, _) = primary_and_replica();
+    let seconds = scaled(5, 60) as u64;
+    // 200 clients on 4 benchmark threads, MSETEX with two keys of one slot.
+    let name = target().command_name();
+    benchmark_for(
+        &primary,
+        seconds,
+        &[
+            "-c",
+            "200",
+            "--threads",
+            "4",
+            "-r",
+            "100000",
+            name,
+            "100",
+            "{t}k:__rand_int__",
+            "v",
+            "{t}j:__rand_int__",
+            "w",
+        ],
+    );
+    assert!(
+        answers_ping(primary.port(), std::time::Duration::from_secs(5)),
+        "the primary went down:\n{}",
+        primary.log()
+    );
+    let mut p = primary.client();
+    let mut r = replica.client();
+    // Commands the I/O threads had already read may still run after the
+    // load stops: compare once the primary is quiet.
+    let same = eventually(std::time::Duration::from_secs(20), || {
+        wait_for_replicas(&mut p, 1);
+        digest(&mut p) == digest(&mut r)
+    });
+    assert!(same, "replica and primary differ");
+    let keys: i64 = q(&mut p, &["DBSIZE"]);
+    assert!(keys > 100, "the load wrote only {keys} keys");
+    record_result(
+        &format!(
+            "io-threads {IO_THREADS}, replica, 200 clients ({})",
+            target().describe()
+        ),
+        &format!(
+            "{seconds} s of MSETEX from 200 clients on 4 threads: server up, {keys} keys, \
+             replica identical (DEBUG DIGEST)"
+        ),
+    );
+}
+
+#[test]
+fn keys_are_declared_exactly_whatever_the_threads() {
+    let (primary, _replica, cluster) = primary_and_replica();
+    let mut con = primary.client();
+    let plain = ["MSETEX", "60", "{t}a", "1", "{t}b", "2"];
+    assert_eq!(exec(&mut con, &plain).unwrap(), Value::Okay);
+    let mut getkeys = vec!["COMMAND", "GETKEYS"];
+    getkeys.extend_from_slice(&plain);
+    assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{t}a", "{t}b"]);
+    // Keys tagged {PX}: the words a key spec would wrongly take for keys
+    // ("PX" here) hash to the same slot, so the cluster lets the call reach
+    // the module, whose answer is what this test reads.
+    let with_options = ["MSETEX", "NX", "PX", "60000", "{PX}c", "1", "{PX}d", "2"];
+    if target().keys_from_io_threads(IO_THREADS, cluster) {
+        // Key specs alone cannot say where the options move the keys: the
+        // call is refused, and writes nothing.
+        let before = snapshot(&mut con);
+        let name = target().command_name();
+        assert_eq!(
+            err(&mut con, &with_options),
+            format!(
+                "ERR {name} options need the getkeys API, which this server would call from I/O \
+                 threads (io-threads > 1): send '{name} seconds key value ...', or load the \
+                 module with SYNTAX NUMKEYS"
+            )
+        );
+        assert_eq!(snapshot(&mut con), before);
+    } else {
+        assert_eq!(exec(&mut con, &with_options).unwrap(), Value::Int(1));
+        let mut getkeys = vec!["COMMAND", "GETKEYS"];
+        getkeys.extend_from_slice(&with_options);
+        assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{PX}c", "{PX}d"]);
+    }
+}

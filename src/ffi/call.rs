@@ -468,8 +468,9 @@ impl<'call> Ctx<'call> {
     }
 
     /// True when the calling user may run `SET key value` (Redis 7.0's ACL
-    /// API). A refusal is also written to the ACL log, as the server's own.
-    /// True where the API is missing (the caller only asks where it exists).
+    /// API), or `MSET key value` where SET was renamed away. A refusal is
+    /// also written to the ACL log, as the server's own. True where the API
+    /// is missing (the caller only asks where it exists).
     pub fn may_run_set(&self, key: Arg<'call>, value: Arg<'call>, command: &CStr) -> bool {
         let api = self.api;
         let (Some(user_name), Some(from_name), Some(check), Some(free_user)) = (
@@ -491,14 +492,20 @@ impl<'call> Ctx<'call> {
         if user.is_null() {
             return false; // the user was deleted meanwhile
         }
-        let Some(set) = self.string(b"SET") else {
-            // SAFETY: freed exactly once.
-            unsafe { free_user(user) };
-            return false;
-        };
-        let mut argv = [set.ptr, key.ptr, value.ptr];
-        // SAFETY: user is live; argv holds three live strings.
-        let allowed = unsafe { check(user, argv.as_mut_ptr(), 3) } == OK;
+        let mut allowed = false;
+        for writer in [&b"SET"[..], b"MSET"] {
+            let Some(writer) = self.string(writer) else {
+                break;
+            };
+            let mut argv = [writer.ptr, key.ptr, value.ptr];
+            // SAFETY: user is live; argv holds three live strings.
+            allowed = unsafe { check(user, argv.as_mut_ptr(), 3) } == OK;
+            // ENOENT: no such command (renamed): ask about the next one.
+            let unknown = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT);
+            if allowed || !unknown {
+                break;
+            }
+        }
         if !allowed {
             if let (Some(add_entry), Some(object)) =
                 (api.acl_add_log_entry, self.string(command.to_bytes()))

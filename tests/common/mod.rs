@@ -886,3 +886,71 @@ pub fn aof_text(dir: &Path) -> String {
     }
     String::from_utf8_lossy(&text).into_owned()
 }
+
+/// The RESP encoding of one command, as the replication stream carries it.
+pub fn resp<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        let arg = arg.as_ref();
+        out.extend(format!("${}\r\n", arg.len()).into_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// A raw connection that speaks as a replica: sends `line`, e.g.
+/// `PSYNC ? -1`, and reads what the primary streams back.
+pub struct FakeReplica {
+    stream: TcpStream,
+}
+
+impl FakeReplica {
+    pub fn connect(server: &Server, line: &str) -> FakeReplica {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        // A diskless-capable replica, as real ones announce themselves: the
+        // primary then waits `repl-diskless-sync-delay` before it forks.
+        stream
+            .write_all(b"REPLCONF capa eof capa psync2\r\n")
+            .expect("send");
+        let mut replica = FakeReplica { stream };
+        let ok = replica.line();
+        assert_eq!(ok, "+OK", "REPLCONF");
+        replica
+            .stream
+            .write_all(format!("{line}\r\n").as_bytes())
+            .expect("send");
+        replica
+    }
+
+    /// Reads one line (without its CRLF), skipping the newlines a primary
+    /// sends to keep a waiting replica alive.
+    pub fn line(&mut self) -> String {
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            use std::io::Read;
+            self.stream.read_exact(&mut byte).expect("read a line");
+            if byte[0] == b'\n' {
+                if line.is_empty() || line == b"\r" {
+                    line.clear();
+                    continue;
+                }
+                line.pop();
+                return String::from_utf8_lossy(&line).into_owned();
+            }
+            line.push(byte[0]);
+        }
+    }
+
+    /// Reads exactly `len` bytes of the stream.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        use std::io::Read;
+        let mut buf = vec![0u8; len];
+        self.stream.read_exact(&mut buf).expect("read the stream");
+        buf
+    }
+}

@@ -66,7 +66,12 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Refusa
     keys_were_declared(module, &request, flags).map_err(Refusal::Text)?;
     check_acl(ctx, module, args, &request, flags)?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
-    if !condition_holds(ctx, pairs, request.condition) {
+    let touch = if module.profile.condition_counts_access {
+        Touch::Yes
+    } else {
+        Touch::No
+    };
+    if !condition_holds(ctx, pairs, request.condition, touch) {
         return Ok(Reply::Integer(0));
     }
     let mut wire = Wire::new(ctx, module.replicate, flags.aof);
@@ -165,16 +170,17 @@ pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
 
 /// NX / XX: checks every key before anything is written. Keys are looked
 /// up as a write command does (a logically expired key counts as absent),
-/// without counting an access, touching hit/miss statistics or signalling
-/// anything: the write that follows counts the one access SET would.
-fn condition_holds(ctx: &Ctx<'_>, pairs: &[Arg<'_>], condition: Condition) -> bool {
+/// without touching hit/miss statistics or signalling anything, and without
+/// counting an access (`touch`) where SET's check does not count one: the
+/// write that follows counts it.
+fn condition_holds(ctx: &Ctx<'_>, pairs: &[Arg<'_>], condition: Condition, touch: Touch) -> bool {
     let wanted_empty = match condition {
         Condition::Always => return true,
         Condition::NoneExist => true,
         Condition::AllExist => false,
     };
     pairs.iter().step_by(2).all(|key| {
-        ctx.open_key(*key, Touch::No)
+        ctx.open_key(*key, touch)
             .is_some_and(|handle| handle.is_empty() == wanted_empty)
     })
 }

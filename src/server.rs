@@ -133,6 +133,9 @@ pub struct Profile {
     /// one in place costs memory.
     pub in_place_min_len: Option<usize>,
     pub past_deadline: PastDeadline,
+    /// SET NX/XX looks the key up twice on Redis 6.2 (the condition, then
+    /// the write), so the NX/XX check counts an access there too.
+    pub condition_counts_access: bool,
     /// Whether "nobody receives replicated commands" can be proven from
     /// `INFO replication` and the replication commands clients send. Not on
     /// Valkey 9+ in cluster mode: atomic slot migration streams writes to
@@ -154,6 +157,7 @@ impl Profile {
                 key_api_writes: false,
                 in_place_min_len: None,
                 past_deadline: PastDeadline::Store,
+                condition_counts_access: false,
                 shortcut_allowed: false,
                 atomic_slot_migration: false,
             };
@@ -203,6 +207,7 @@ impl Profile {
             key_api_writes,
             in_place_min_len,
             past_deadline,
+            condition_counts_access: redis && server.version < (7, 0, 0),
             shortcut_allowed: !(valkey_9 && environment.cluster),
             atomic_slot_migration: valkey_9,
         }

@@ -210,3 +210,98 @@ fn replica_deadlines_survive_a_manual_failover() {
          keeps them and replicates new MSETEX calls to the old one",
     );
 }
+
+#[test]
+fn valkey_atomic_slot_migration_moves_keys_written_during_it() {
+    // Valkey 9 refuses CLUSTER MIGRATESLOTS while a module that did not
+    // declare it handles atomic slot migration is loaded. MSETEX declares
+    // it: it keeps no data, and its writes reach the importing node like
+    // any command's (so its "nobody listens" shortcut is off in cluster
+    // mode there).
+    if skip_unless(
+        target().at_least(None, Some((9, 0))),
+        "atomic slot migration (CLUSTER MIGRATESLOTS) appeared in Valkey 9.0",
+    ) {
+        return;
+    }
+    let node = || {
+        ServerConfig::default()
+            .line("cluster-enabled yes")
+            .line("cluster-config-file nodes.conf")
+            .start()
+    };
+    let (a, b) = (node(), node());
+    let (mut ca, mut cb) = (a.client(), b.client());
+    q::<(), _>(&mut ca, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+    q::<(), _>(&mut cb, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+    q::<(), _>(
+        &mut ca,
+        &["CLUSTER", "MEET", "127.0.0.1", &b.port().to_string()],
+    );
+    let ok = eventually(std::time::Duration::from_secs(20), || {
+        [&mut ca, &mut cb]
+            .into_iter()
+            .all(|con| q::<String, _>(con, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    assert!(ok, "the cluster never became ok");
+    let slot: i64 = q(&mut ca, &["CLUSTER", "KEYSLOT", "{m}"]);
+    let (source, target_node) = if slot < 8192 { (&a, &b) } else { (&b, &a) };
+    let target_id: String = q(&mut target_node.client(), &["CLUSTER", "MYID"]);
+
+    // Keys before, then a writer running through the migration.
+    let mut src = source.client();
+    q::<(), _>(
+        &mut src,
+        &["MSETEX", "500", "{m}before:1", "a", "{m}before:2", "7"],
+    );
+    let url = source.url();
+    let writer = std::thread::spawn(move || {
+        let mut con = redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("writer");
+        let mut written = Vec::new();
+        for i in 0..100_000 {
+            let key = format!("{{m}}during:{i}");
+            let reply: redis::RedisResult<()> = msetex().arg(500).arg(&key).arg(i).query(&mut con);
+            match reply {
+                Ok(()) => written.push(key),
+                Err(_) => break, // MOVED (or TRYAGAIN): the slot has moved
+            }
+        }
+        written
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let slot = slot.to_string();
+    q::<(), _>(
+        &mut src,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &slot,
+            &slot,
+            "NODE",
+            &target_id,
+        ],
+    );
+    let written = writer.join().expect("writer thread");
+    let moved = eventually(std::time::Duration::from_secs(30), || {
+        let reply = exec(&mut src, &["GET", "{m}before:1"]);
+        matches!(&reply, Err(e) if error_text(e).starts_with("MOVED"))
+    });
+    assert!(moved, "the slot never moved:\n{}", source.log());
+    let mut dst = target_node.client();
+    assert_eq!(q::<String, _>(&mut dst, &["GET", "{m}before:2"]), "7");
+    assert!(deadline_of(&mut dst, "{m}before:1").0 > 0);
+    for key in &written {
+        assert_eq!(q::<i64, _>(&mut dst, &["EXISTS", key]), 1, "{key} lost");
+    }
+    record_result(
+        "Valkey atomic slot migration",
+        &format!(
+            "CLUSTER MIGRATESLOTS with the module loaded: {} keys written during the \
+             migration all on the new owner, with their deadlines",
+            written.len()
+        ),
+    );
+}

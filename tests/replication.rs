@@ -305,3 +305,32 @@ fn a_replica_attaching_gets_only_set_commands_and_only_once_per_key() {
         String::from_utf8_lossy(&backlog[..300.min(backlog.len())])
     );
 }
+
+#[test]
+fn a_replica_with_the_module_loads_asynchronously_with_swapdb() {
+    // `repl-diskless-load swapdb` loads the new data set while serving the
+    // old one, but only when every module declares it can handle that.
+    let primary = ServerConfig::default()
+        .line("repl-diskless-sync yes")
+        .start();
+    let mut p = primary.client();
+    q::<(), _>(&mut p, &["MSETEX", "500", "a", "1", "b", "2"]);
+    let replica = start_replica(
+        &primary,
+        ServerConfig::default().line("repl-diskless-load swapdb"),
+    );
+    let log = replica.log();
+    assert!(
+        !log.contains("Skipping diskless-load"),
+        "the replica refused diskless load:\n{log}"
+    );
+    assert!(
+        log.contains("receiving streamed RDB"),
+        "the replica did not load from the stream:\n{log}"
+    );
+    let mut r = replica.client();
+    assert_eq!(
+        values_and_deadlines(&mut r, &[b"a", b"b"]),
+        values_and_deadlines(&mut p, &[b"a", b"b"])
+    );
+}

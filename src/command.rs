@@ -117,10 +117,13 @@ fn keys_were_declared(
              with SYNTAX NUMKEYS",
             module.name, module.name
         )),
-        Syntax::Numkeys if module.cluster => Err(format!(
-            "ERR {} cannot declare the keys of its NUMKEYS form on this cluster node, which \
-             asks for command keys from I/O threads (io-threads > 1): set io-threads 1 or \
-             use SYNTAX TTL",
+        // Cluster routing reads keys the legacy way, which cannot express a
+        // keynum spec; servers before Redis 8.4 / Valkey 9.1 also read a
+        // keynum spec with a step as half the keys.
+        Syntax::Numkeys if module.cluster || !module.profile.keynum_steps => Err(format!(
+            "ERR {} cannot declare the keys of its NUMKEYS form on this server, which asks \
+             for command keys from I/O threads (io-threads > 1) and cannot read them from a \
+             key specification alone: set io-threads 1 or use SYNTAX TTL",
             module.name
         )),
         _ => Ok(()),
@@ -195,7 +198,10 @@ fn error_text(error: ParseError, module: &Module) -> String {
         ParseError::WrongArity => format!("ERR wrong number of arguments for '{name}' command"),
         ParseError::Syntax => "ERR syntax error".to_owned(),
         ParseError::NotAnInteger => "ERR value is not an integer or out of range".to_owned(),
-        ParseError::InvalidExpireTime if module.profile.legacy_error_texts => {
+        // The built-in MSETEX words it the 7.0 way; Redis 6.2's SET did not.
+        ParseError::InvalidExpireTime
+            if module.profile.legacy_error_texts && module.syntax == Syntax::Ttl =>
+        {
             format!("ERR invalid expire time in {name}")
         }
         ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),

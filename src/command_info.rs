@@ -45,7 +45,14 @@ pub enum KeySpec {
         incomplete: bool,
     },
     /// argv[`index`] holds the number of keys, which follow it every `step`.
-    Keynum { index: i32, step: i32 },
+    /// `incomplete`: servers before the built-in MSETEX (Redis 8.4, Valkey
+    /// 9.1) read a keynum spec with a step of 2 as only half the keys, so
+    /// they must ask the getkeys callback instead.
+    Keynum {
+        index: i32,
+        step: i32,
+        incomplete: bool,
+    },
 }
 
 /// The documentation of one syntax.
@@ -61,9 +68,10 @@ pub struct Docs {
     pub legacy_keys: (i32, i32, i32),
 }
 
-/// The docs of `syntax`; `complete` when the key spec alone must describe
-/// the keys (no getkeys callback).
-pub fn docs(syntax: Syntax, complete: bool) -> Docs {
+/// The docs of `syntax`. `by_specs`: the key spec alone must describe the
+/// keys (no getkeys callback); `keynum_steps`: the server reads a keynum
+/// spec with a step (Redis 8.4+, Valkey 9.1+).
+pub fn docs(syntax: Syntax, by_specs: bool, keynum_steps: bool) -> Docs {
     match syntax {
         Syntax::Ttl => Docs {
             summary: c"Sets multiple keys to multiple values with one time to live, atomically.",
@@ -74,7 +82,7 @@ pub fn docs(syntax: Syntax, complete: bool) -> Docs {
                 first: 2,
                 last: -1,
                 step: 2,
-                incomplete: !complete,
+                incomplete: !by_specs,
             },
             legacy_keys: (2, -1, 2),
         },
@@ -84,7 +92,11 @@ pub fn docs(syntax: Syntax, complete: bool) -> Docs {
             complexity: c"O(N) where N is the number of keys to set.",
             since: c"2.0.0",
             args: NUMKEYS_ARGS,
-            key_spec: KeySpec::Keynum { index: 1, step: 2 },
+            key_spec: KeySpec::Keynum {
+                index: 1,
+                step: 2,
+                incomplete: !by_specs && !keynum_steps,
+            },
             legacy_keys: (0, 0, 0),
         },
     }
@@ -206,7 +218,7 @@ mod tests {
     /// The docs must describe the grammar parse.rs accepts.
     #[test]
     fn ttl_tree_matches_the_grammar() {
-        let docs = docs(Syntax::Ttl, false);
+        let docs = docs(Syntax::Ttl, false, false);
         assert_eq!(names(docs.args), ["condition", "unit", "time", "data"]);
         assert_eq!(tokens(&docs.args[0]), ["NX", "XX"]);
         assert_eq!(tokens(&docs.args[1]), ["EX", "PX", "EXAT", "PXAT"]);
@@ -224,7 +236,7 @@ mod tests {
 
     #[test]
     fn numkeys_tree_matches_the_builtin() {
-        let docs = docs(Syntax::Numkeys, true);
+        let docs = docs(Syntax::Numkeys, false, true);
         assert_eq!(
             names(docs.args),
             ["numkeys", "data", "condition", "expiration"]
@@ -233,7 +245,22 @@ mod tests {
             tokens(&docs.args[3]),
             ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"]
         );
-        assert_eq!(docs.key_spec, KeySpec::Keynum { index: 1, step: 2 });
+        assert_eq!(
+            docs.key_spec,
+            KeySpec::Keynum {
+                index: 1,
+                step: 2,
+                incomplete: false
+            }
+        );
+        let older = super::docs(Syntax::Numkeys, false, false);
+        assert!(matches!(
+            older.key_spec,
+            KeySpec::Keynum {
+                incomplete: true,
+                ..
+            }
+        ));
         assert_eq!(docs.legacy_keys, (0, 0, 0));
     }
 }

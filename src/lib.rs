@@ -109,7 +109,11 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     } else {
         KeysDeclared::ByCallback
     };
-    let docs = command_info::docs(options.syntax, keys == KeysDeclared::BySpecs);
+    let docs = command_info::docs(
+        options.syntax,
+        keys == KeysDeclared::BySpecs,
+        profile.keynum_steps,
+    );
     let flags: &CStr = match keys {
         KeysDeclared::ByCallback => c"write deny-oom getkeys-api",
         KeysDeclared::BySpecs => c"write deny-oom",
@@ -197,7 +201,10 @@ fn load_notes(name: &str, syntax: Syntax, replicate: Replicate, keys: KeysDeclar
              specifications only, and {}",
             match syntax {
                 Syntax::Ttl => "the TTL form's options are refused",
-                Syntax::Numkeys => "in cluster mode every call is refused",
+                Syntax::Numkeys => {
+                    "where the server cannot read them from the key spec (cluster mode, or \
+                     before Redis 8.4 / Valkey 9.1) every call is refused"
+                }
             }
         ));
     }

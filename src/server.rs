@@ -141,6 +141,9 @@ pub struct Profile {
     /// Valkey 9+ in cluster mode: atomic slot migration streams writes to
     /// the importing node, which INFO does not show.
     pub shortcut_allowed: bool,
+    /// The server reads a keynum key spec with a step of 2 (the built-in
+    /// MSETEX's): Redis 8.4+, Valkey 9.1+. Older ones read half the keys.
+    pub keynum_steps: bool,
     /// Valkey 9+: declare that the module handles atomic slot migration.
     pub atomic_slot_migration: bool,
 }
@@ -158,6 +161,7 @@ impl Profile {
                 in_place_min_len: None,
                 past_deadline: PastDeadline::Store,
                 condition_counts_access: false,
+                keynum_steps: false,
                 shortcut_allowed: false,
                 atomic_slot_migration: false,
             };
@@ -208,6 +212,7 @@ impl Profile {
             in_place_min_len,
             past_deadline,
             condition_counts_access: redis && server.version < (7, 0, 0),
+            keynum_steps: server.has_builtin_msetex(),
             shortcut_allowed: !(valkey_9 && environment.cluster),
             atomic_slot_migration: valkey_9,
         }

@@ -40,3 +40,41 @@ fn counts_calls_keys_and_errors() {
     assert_eq!(counter(&mut con, "msetex_keys_set"), 4);
     assert_eq!(counter(&mut con, "msetex_errors"), errors);
 }
+
+#[test]
+fn reports_the_load_options_and_who_listens() {
+    let server = Server::start();
+    let mut con = server.client();
+    let field = |con: &mut Connection, name: &str| {
+        info_field(con, "msetex", name).unwrap_or_else(|| panic!("INFO msetex lacks {name}"))
+    };
+    assert_eq!(field(&mut con, "msetex_syntax"), "ttl");
+    assert_eq!(field(&mut con, "msetex_replicate"), "set");
+    let quiet = eventually(std::time::Duration::from_secs(5), || {
+        field(&mut con, "msetex_replication_listeners") == "none"
+    });
+    assert!(quiet, "no replica, no backlog, no AOF: nobody listens");
+    // With the AOF on, every call is replicated: the field says so (it
+    // used to say `none`, from the replication probe alone).
+    q::<(), _>(&mut con, &["CONFIG", "SET", "appendonly", "yes"]);
+    assert_eq!(field(&mut con, "msetex_replication_listeners"), "aof");
+    let mut args = target().default_module_args();
+    args.extend(["SYNTAX", "NUMKEYS", "REPLICATE", "MSETEX"].map(String::from));
+    if target().has_builtin_msetex() {
+        args = [
+            "COMMAND-NAME",
+            "msetex.nk",
+            "SYNTAX",
+            "NUMKEYS",
+            "REPLICATE",
+            "MSETEX",
+        ]
+        .map(String::from)
+        .to_vec();
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = ServerConfig::default().module_args(&args).start();
+    let mut con = server.client();
+    assert_eq!(field(&mut con, "msetex_syntax"), "numkeys");
+    assert_eq!(field(&mut con, "msetex_replicate"), "msetex");
+}

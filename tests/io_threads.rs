@@ -112,3 +112,46 @@ fn keys_are_declared_exactly_whatever_the_threads() {
         assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{PX}c", "{PX}d"]);
     }
 }
+
+#[test]
+fn the_numkeys_form_declares_its_keys_or_refuses_the_call() {
+    let cluster = target().io_thread_keys_need_cluster();
+    let args = target().numkeys_module_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let config = ServerConfig::default()
+        .module_args(&args)
+        .line(&format!("io-threads {IO_THREADS}"));
+    let (primary, _replica) = if cluster {
+        let replica_config = ServerConfig::default().module_args(&args);
+        cluster_pair(config, replica_config)
+    } else {
+        let primary = config.start();
+        let replica = start_replica(&primary, ServerConfig::default().module_args(&args));
+        (primary, replica)
+    };
+    let mut con = primary.client();
+    let name = target().numkeys_name();
+    let call = [name, "2", "{t}a", "1", "{t}b", "2", "NX", "EX", "60"];
+    // Key specs alone describe the NUMKEYS form only where the server reads
+    // a keynum spec with a step (Redis 8.4+, Valkey 9.1+) outside cluster
+    // mode (cluster routing reads keys the legacy way).
+    let by_specs = target().keys_from_io_threads(IO_THREADS, cluster);
+    let readable = target().has_builtin_msetex() && !cluster;
+    if by_specs && !readable {
+        let before = snapshot(&mut con);
+        assert_eq!(
+            err(&mut con, &call),
+            format!(
+                "ERR {name} cannot declare the keys of its NUMKEYS form on this server, which \
+                 asks for command keys from I/O threads (io-threads > 1) and cannot read them \
+                 from a key specification alone: set io-threads 1 or use SYNTAX TTL"
+            )
+        );
+        assert_eq!(snapshot(&mut con), before);
+    } else {
+        assert_eq!(exec(&mut con, &call).unwrap(), Value::Int(1));
+        let mut getkeys = vec!["COMMAND", "GETKEYS"];
+        getkeys.extend_from_slice(&call);
+        assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{t}a", "{t}b"]);
+    }
+}

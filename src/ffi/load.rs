@@ -450,9 +450,17 @@ fn key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
                 },
             },
         },
-        KeySpec::Keynum { index, step } => raw::RedisModuleCommandKeySpec {
+        KeySpec::Keynum {
+            index,
+            step,
+            incomplete,
+        } => raw::RedisModuleCommandKeySpec {
             notes: std::ptr::null(),
-            flags: u64::from(access),
+            flags: u64::from(if incomplete {
+                access | raw::REDISMODULE_CMD_KEY_INCOMPLETE
+            } else {
+                access
+            }),
             begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
             bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
                 index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: index },

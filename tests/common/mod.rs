@@ -43,10 +43,6 @@ pub fn module_path() -> PathBuf {
     path
 }
 
-fn server_binary() -> String {
-    target().binary.clone()
-}
-
 /// A fresh, empty directory under the system temp dir, removed on drop.
 pub struct TempDir(PathBuf);
 
@@ -88,6 +84,8 @@ pub struct ServerConfig {
     pub module_file: Option<PathBuf>,
     /// Extra redis.conf lines.
     pub lines: Vec<String>,
+    /// Another server binary than the one under test ([`target`]).
+    pub binary: Option<&'static Target>,
 }
 
 impl Default for ServerConfig {
@@ -99,6 +97,7 @@ impl Default for ServerConfig {
             module: Some(target().default_module_args()),
             module_file: None,
             lines: Vec::new(),
+            binary: None,
         }
     }
 }
@@ -110,7 +109,19 @@ impl ServerConfig {
             module: None,
             module_file: None,
             lines: Vec::new(),
+            binary: None,
         }
+    }
+
+    /// Runs `server` instead of the server under test.
+    pub fn binary(mut self, server: &'static Target) -> Self {
+        self.binary = Some(server);
+        self
+    }
+
+    /// The server this config runs.
+    pub fn server(&self) -> &'static Target {
+        self.binary.unwrap_or_else(target)
     }
 
     /// Loads the module from `path` instead of the build output.
@@ -128,7 +139,7 @@ impl ServerConfig {
             config: self,
             dir,
         };
-        let mut child = spawn_server(&server.write_config(server.port));
+        let mut child = spawn_server(server.config.server(), &server.write_config(server.port));
         let deadline = Instant::now() + START_DEADLINE;
         loop {
             if let Ok(Some(_)) = child.try_wait() {
@@ -151,6 +162,13 @@ impl ServerConfig {
     pub fn line(mut self, line: &str) -> Self {
         self.lines.push(line.to_owned());
         self
+    }
+
+    /// The module in its NUMKEYS form (see [`Target::numkeys_name`]).
+    pub fn numkeys() -> Self {
+        let args = target().numkeys_module_args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ServerConfig::default().module_args(&args)
     }
 
     /// Passes arguments to the module after its path in `loadmodule`.
@@ -244,7 +262,7 @@ impl Server {
              dir {dir}\nlogfile {dir}/redis.log\nsave \"\"\nappendonly no\n\
              repl-diskless-sync-delay 0\n{base}",
             dir = dir.display(),
-            base = target().base_config(),
+            base = self.config.server().base_config(),
         );
         if let Some(args) = &self.config.module {
             let file = self.config.module_file.clone().unwrap_or_else(module_path);
@@ -270,7 +288,7 @@ impl Server {
             let port = free_port();
             let conf = self.write_config(port);
             let log_mark = self.log().len();
-            let mut child = spawn_server(&conf);
+            let mut child = spawn_server(self.config.server(), &conf);
             match wait_until_ready(&mut child, port) {
                 Ok(()) => {
                     self.child = Some(child);
@@ -301,8 +319,8 @@ impl Drop for Server {
 }
 
 /// Runs redis-server on a config file; its output goes to the log file.
-fn spawn_server(conf: &Path) -> Child {
-    Command::new(server_binary())
+fn spawn_server(server: &Target, conf: &Path) -> Child {
+    Command::new(&server.binary)
         .arg(conf)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -311,7 +329,7 @@ fn spawn_server(conf: &Path) -> Child {
         .unwrap_or_else(|e| {
             panic!(
                 "cannot run {} ({e}): install redis-server or set REDIS_SERVER",
-                server_binary()
+                server.binary
             )
         })
 }
@@ -376,6 +394,16 @@ pub fn command<A: AsRef<[u8]>>(args: &[A]) -> redis::Cmd {
         } else {
             cmd.arg(arg.as_ref());
         }
+    }
+    cmd
+}
+
+/// A command exactly as given: no renaming (for servers without the
+/// module, or the server's own MSETEX).
+pub fn raw_command<A: AsRef<[u8]>>(args: &[A]) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(arg.as_ref());
     }
     cmd
 }
@@ -865,6 +893,28 @@ pub fn skip_unless(supported: bool, reason: &str) -> bool {
         }
     }
     true
+}
+
+/// Copies the persistence files of a server directory (the AOF directory
+/// or file, and dump.rdb) into a fresh one.
+pub fn copy_data(from: &Path) -> TempDir {
+    let to = TempDir::new("copy");
+    let copy_file = |name: &str, into: &Path| {
+        let source = from.join(name);
+        if source.is_file() {
+            fs::copy(&source, into.join(name)).expect("copy a data file");
+        }
+    };
+    copy_file("appendonly.aof", to.path());
+    copy_file("dump.rdb", to.path());
+    if let Ok(entries) = fs::read_dir(from.join("appendonlydir")) {
+        let dir = to.path().join("appendonlydir");
+        fs::create_dir_all(&dir).expect("create appendonlydir");
+        for entry in entries.filter_map(Result::ok) {
+            fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy an AOF file");
+        }
+    }
+    to
 }
 
 /// The text of every AOF file of a server directory, in order: the base

@@ -29,6 +29,7 @@ pub struct Target {
 pub const RENAMED: &str = "msetex.ttl";
 
 static TARGET: OnceLock<Target> = OnceLock::new();
+static BUILTINS: OnceLock<Vec<Target>> = OnceLock::new();
 
 /// The server under test, identified once per test binary from `--version`.
 pub fn target() -> &'static Target {
@@ -42,6 +43,57 @@ pub fn target() -> &'static Target {
         Target::from_version_line(binary, &text)
             .unwrap_or_else(|| panic!("cannot read the server version from {text:?}"))
     })
+}
+
+/// Identifies the server binary at `path` from `--version`.
+pub fn target_of(binary: &str) -> Option<Target> {
+    let output = Command::new(binary).arg("--version").output().ok()?;
+    Target::from_version_line(binary.to_owned(), &String::from_utf8_lossy(&output.stdout))
+}
+
+/// The servers with a built-in MSETEX this machine has, to compare the
+/// NUMKEYS form with: `MSETEX_BUILTIN_SERVERS` (binaries separated by
+/// spaces), or Redis 8.6.3 and Valkey 9.1.2 from ../shared/servers.
+pub fn builtin_servers() -> &'static [Target] {
+    BUILTINS.get_or_init(|| {
+        let listed = std::env::var("MSETEX_BUILTIN_SERVERS").ok().map(|list| {
+            list.split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        });
+        let candidates = listed.unwrap_or_else(|| {
+            let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/servers");
+            ["redis-8.6.3/redis-server", "valkey-9.1.2/valkey-server"]
+                .iter()
+                .map(|path| shared.join(path).display().to_string())
+                .collect()
+        });
+        candidates
+            .iter()
+            .filter(|path| std::path::Path::new(path).is_file())
+            .filter_map(|path| executable(path))
+            .filter_map(|path| target_of(&path))
+            .filter(Target::has_builtin_msetex)
+            .collect()
+    })
+}
+
+/// `path`, or a private executable copy where the file lacks its run bit
+/// (../shared may be laid out read-only).
+fn executable(path: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    if mode & 0o111 != 0 {
+        return Some(path.to_owned());
+    }
+    let copy = std::env::temp_dir().join(format!(
+        "msetex-bin-{}-{}",
+        std::process::id(),
+        path.replace('/', "_")
+    ));
+    std::fs::copy(path, &copy).ok()?;
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).ok()?;
+    Some(copy.display().to_string())
 }
 
 impl Target {
@@ -152,6 +204,25 @@ impl Target {
         } else {
             "msetex"
         }
+    }
+
+    /// The name the NUMKEYS-form tests call the module's command by: its
+    /// default where the server has no MSETEX of its own.
+    pub fn numkeys_name(&self) -> &'static str {
+        if self.has_builtin_msetex() {
+            "msetex.nk"
+        } else {
+            "msetex"
+        }
+    }
+
+    /// Load arguments for the NUMKEYS form under [`Self::numkeys_name`].
+    pub fn numkeys_module_args(&self) -> Vec<String> {
+        let mut args = vec!["SYNTAX".to_owned(), "NUMKEYS".to_owned()];
+        if self.has_builtin_msetex() {
+            args.extend(["COMMAND-NAME".to_owned(), self.numkeys_name().to_owned()]);
+        }
+        args
     }
 
     /// Load arguments that register the TTL form under [`Self::command_name`].

@@ -160,7 +160,7 @@ struct Writer<'w, 'c> {
 
 impl<'c> Writer<'_, 'c> {
     fn pair(&mut self, key: Arg<'c>, value: Arg<'c>) -> Result<(), Failed> {
-        if self.batch.may_contain(key) {
+        if self.batch.contains(key) {
             self.flush()?;
         }
         // A canonical integer is stored by SET as `int` or a shared integer,
@@ -311,8 +311,8 @@ impl<'c> Writer<'_, 'c> {
     }
 }
 
-/// Pairs waiting for one MSET, with a filter that tells whether a key may
-/// already be waiting (false positives only cost an earlier flush).
+/// Pairs waiting for one MSET, with a filter that tells at once that most
+/// keys are not waiting.
 struct Batch<'c> {
     /// key, value, key, value... as MSET takes them.
     flat: Vec<Arg<'c>>,
@@ -350,9 +350,12 @@ impl<'c> Batch<'c> {
         (bit / 64, 1 << (bit % 64))
     }
 
-    fn may_contain(&self, key: Arg<'c>) -> bool {
+    /// True when `key` waits in the batch: the filter rules most keys out
+    /// at once, a scan confirms the rest (a needless flush costs an MSET).
+    fn contains(&self, key: Arg<'c>) -> bool {
         let (word, mask) = Batch::bit(key);
         self.filter.get(word).is_some_and(|w| w & mask != 0)
+            && self.keys().any(|waiting| waiting.bytes() == key.bytes())
     }
 
     fn push(&mut self, key: Arg<'c>, value: Arg<'c>, lfu: Option<i64>) {

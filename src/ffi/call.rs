@@ -300,7 +300,7 @@ impl<'call> Ctx<'call> {
             .collect();
         let mut rest = pairs.as_slice();
         while !rest.is_empty() {
-            let size = [32, 16, 8, 4, 2, 1]
+            let size = [64, 32, 16, 8, 4, 2, 1]
                 .into_iter()
                 .find(|size| *size <= rest.len())
                 .unwrap_or(1);
@@ -313,6 +313,8 @@ impl<'call> Ctx<'call> {
             // buffer with its length, matching the format: "sb" per pair.
             let reply = unsafe {
                 mset_fixed!(self, chunk, format.as_ptr();
+                    64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+                           32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
                     32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
                     16 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
                     8 => [0 1 2 3 4 5 6 7],

@@ -42,6 +42,9 @@ fi
 
 echo "== building the module and the tests"
 cargo build --release --locked || exit 1
+# The client-example test runs target/release/examples/redis_rs, which
+# `cargo test --test '*'` does not build.
+cargo build --release --locked --examples || exit 1
 cargo test --release --locked --no-run --tests >/dev/null 2>&1 ||
     cargo test --release --locked --no-run --tests || exit 1
 

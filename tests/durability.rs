@@ -137,10 +137,19 @@ fn keyspace(con: &mut Connection) -> Vec<(Vec<u8>, Option<Vec<u8>>, Deadline)> {
 
 #[test]
 fn replica_converges_after_partial_and_full_resync() {
-    let primary = ServerConfig::default()
-        .line("repl-backlog-size 16kb")
-        .start();
-    let replica = start_replica(&primary, ServerConfig::without_module());
+    for mode in Replicate::BOTH {
+        resyncs(mode);
+    }
+    record_result(
+        "replica resyncs",
+        "after a partial and a full resync the replica holds the same keys, values and \
+         PEXPIRETIME, in both REPLICATE modes (SET: a replica without the module)",
+    );
+}
+
+fn resyncs(mode: Replicate) {
+    let primary = mode.primary().line("repl-backlog-size 16kb").start();
+    let replica = start_replica(&primary, mode.replica());
     let mut p = primary.client();
     let mut r = replica.client();
     let stat = |con: &mut Connection, name: &str| -> i64 {
@@ -206,9 +215,4 @@ fn replica_converges_after_partial_and_full_resync() {
     );
     wait_for_replicas(&mut p, 1);
     assert_eq!(keyspace(&mut r), keyspace(&mut p));
-    record_result(
-        "replica resyncs",
-        "after a partial and a full resync the replica (without the module) holds the same \
-         keys, values and PEXPIRETIME",
-    );
 }

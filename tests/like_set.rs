@@ -134,26 +134,42 @@ fn aof_commands(dir: &std::path::Path) -> Vec<String> {
     commands
 }
 
-/// Runs the same seed on two servers, MSETEX `pairs` (with `options`
-/// before the time) on one and `SET key value <set_options>` per pair on
-/// the other, and compares everything per key. Returns both servers.
+/// `MSETEX <options> <time> pairs...` (the TTL form, by its name here).
+fn ttl_call(options: &[&str], time: &str, pairs: &[(&str, &str)]) -> Vec<String> {
+    let mut call = vec![target().command_name().to_owned()];
+    call.extend(options.iter().map(|o| (*o).to_owned()));
+    call.push(time.to_owned());
+    for (k, v) in pairs {
+        call.extend([(*k).to_owned(), (*v).to_owned()]);
+    }
+    call
+}
+
+/// `MSETEX <numkeys> pairs... <options>` (the NUMKEYS form, by its name here).
+fn numkeys_call(pairs: &[(&str, &str)], options: &[&str]) -> Vec<String> {
+    let mut call = vec![target().numkeys_name().to_owned(), pairs.len().to_string()];
+    for (k, v) in pairs {
+        call.extend([(*k).to_owned(), (*v).to_owned()]);
+    }
+    call.extend(options.iter().map(|o| (*o).to_owned()));
+    call
+}
+
+/// Runs the same seed on two servers, the MSETEX `call` on one and `SET key
+/// value <set_options>` per pair on the other, and compares everything per
+/// key. Returns both servers.
 fn compare(
     config: ServerConfig,
     seed: &dyn Fn(&mut Connection),
-    options: &[&str],
-    time: &str,
+    call: &[String],
     set_options: &[&str],
     pairs: &[(&str, &str)],
 ) -> (Server, Server) {
     let ours = config.clone().start();
     let theirs = config.start();
-    let mut msetex: Vec<&str> = vec!["MSETEX"];
-    msetex.extend_from_slice(options);
-    msetex.push(time);
-    for (k, v) in pairs {
-        msetex.extend([*k, *v]);
-    }
-    let a = observe(&ours, seed, &|con| exec(con, &msetex).expect("MSETEX"));
+    let a = observe(&ours, seed, &|con| {
+        raw_command(call).query::<Value>(con).expect("MSETEX")
+    });
     let b = observe(&theirs, seed, &|con| {
         for (k, v) in pairs {
             let mut set = vec!["SET", k, v];
@@ -208,7 +224,7 @@ fn compare(
         // Both relative to their own clock: within a second of each other.
         let close = match (deadline_a.0, deadline_b.0) {
             (a, b) if a < 0 || b < 0 => a == b,
-            (a, b) if time.starts_with('P') || options.contains(&"PXAT") => a == b,
+            (a, b) if set_options.iter().any(|o| o.starts_with('P')) => a == b,
             (a, b) => (a - b).abs() < 1000,
         };
         assert!(
@@ -255,11 +271,32 @@ fn every_write_path_leaves_each_key_as_set_ex_does() {
     compare(
         ServerConfig::default(),
         &seed,
-        &[],
-        "100",
+        &ttl_call(&[], "100", &pairs),
         &["EX", "100"],
         &pairs,
     );
+}
+
+#[test]
+fn the_numkeys_form_leaves_each_key_as_set_does() {
+    let owned = pairs_for_every_path();
+    let pairs: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let at = (now_ms() + 3_600_000).to_string();
+    let cases: [(&[&str], &[&str]); 4] = [
+        (&["EX", "100"], &["EX", "100"]),
+        (&["PXAT", &at], &["PXAT", &at]),
+        (&["KEEPTTL"], &["KEEPTTL"]),
+        (&[], &[]),
+    ];
+    for (options, set_options) in cases {
+        compare(
+            ServerConfig::numkeys(),
+            &seed,
+            &numkeys_call(&pairs, options),
+            set_options,
+            &pairs,
+        );
+    }
 }
 
 #[test]
@@ -304,8 +341,7 @@ fn with_lfu_eviction_the_access_counter_ends_as_set_leaves_it() {
         let (ours, theirs) = compare(
             config.clone(),
             &read_ten_times,
-            options,
-            "100",
+            &ttl_call(options, "100", &pairs),
             set_options,
             &pairs,
         );
@@ -334,7 +370,13 @@ fn a_deadline_in_the_past_does_what_set_does_on_this_server() {
         ("x:new", "n"),
         ("x:num", "1"),
     ];
-    let (ours, theirs) = compare(config, &seed, &["PXAT"], &past, &["PXAT", &past], &pairs);
+    let (ours, theirs) = compare(
+        config,
+        &seed,
+        &ttl_call(&["PXAT"], &past, &pairs),
+        &["PXAT", &past],
+        &pairs,
+    );
     // The same commands reach the AOF, in the same order for each key.
     let (a, b) = (aof_commands(ours.dir()), aof_commands(theirs.dir()));
     for (key, _) in pairs {

@@ -107,3 +107,44 @@ fn rdb_snapshot_keeps_values_and_deadlines() {
     let mut con = server.client();
     assert_eq!(values_and_deadlines(&mut con, &KEYS), before);
 }
+
+#[test]
+fn replicate_msetex_logs_one_command_per_call() {
+    let config = || {
+        Replicate::Msetex
+            .primary()
+            .line("appendonly yes")
+            .line("appendfsync always")
+    };
+    let mut server = config().start();
+    let mut con = server.client();
+    write_sample(&mut con);
+    let before = values_and_deadlines(&mut con, &KEYS);
+    let aof = aof_text(server.dir());
+    let name = target().command_name();
+    let calls = aof.matches(&format!("\r\n{name}\r\n")).count();
+    assert_eq!(calls, 2, "one {name} per call:\n{aof}");
+    assert!(
+        !aof.contains("\r\nSET\r\n") && !aof.contains("MULTI") && aof.contains("PXAT"),
+        "{aof}"
+    );
+
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(values_and_deadlines(&mut con, &KEYS), before);
+    assert_eq!(
+        q::<String, _>(&mut con, &["OBJECT", "ENCODING", "p:int"]),
+        "int"
+    );
+
+    // Without the module the server cannot replay it, and says why.
+    server.kill();
+    let log = ServerConfig::without_module()
+        .line("appendonly yes")
+        .start_expecting_failure_in(copy_data(server.dir()));
+    assert!(
+        log.to_ascii_lowercase()
+            .contains(&format!("unknown command '{name}'")),
+        "{log}"
+    );
+}

@@ -28,61 +28,125 @@ fn write_sample(con: &mut Connection, seconds: &str) {
     assert_eq!(exec(con, &args).unwrap(), Value::Okay);
 }
 
-#[test]
-fn replica_without_the_module_gets_the_same_deadlines() {
-    let primary = Server::start();
-    let replica = start_replica(&primary, ServerConfig::without_module());
-    let mut p = primary.client();
-    let mut r = replica.client();
-    write_sample(&mut p, "500");
-    // Overwrite in place (same length) and with another length.
+/// An integer value of each kind SET stores differently: a shared
+/// integer, an `int`, and a string that only looks like a number.
+const INTEGER_KEYS: [&[u8]; 3] = [b"r:small", b"r:large", b"r:padded"];
+
+fn write_integers(con: &mut Connection, seconds: &str) {
     q::<(), _>(
-        &mut p,
-        &["MSETEX", "300", "r:str", "SESSION-DATA", "r:bin", "xy"],
+        con,
+        &[
+            "MSETEX",
+            seconds,
+            "r:small",
+            "7",
+            "r:large",
+            "1234567890123",
+            "r:padded",
+            "007",
+        ],
     );
-    wait_for_replicas(&mut p, 1);
-    let on_primary = values_and_deadlines(&mut p, &KEYS);
-    assert!(
-        on_primary.iter().all(|(v, d)| v.is_some() && d.0 > 0),
-        "{on_primary:?}"
-    );
-    assert_eq!(values_and_deadlines(&mut r, &KEYS), on_primary);
-    let kind: String = q(&mut r, &["TYPE", "r:list"]);
-    assert_eq!(kind, "string");
-    assert_eq!(
-        info_field(&mut r, "replication", "master_link_status").as_deref(),
-        Some("up"),
-        "the replica must not have dropped the link over an unknown command"
-    );
+}
+
+/// The encodings of `keys`, as OBJECT ENCODING reports them.
+fn encodings(con: &mut Connection, keys: &[&[u8]]) -> Vec<String> {
+    keys.iter()
+        .map(|key| q(con, &[b"OBJECT".as_slice(), b"ENCODING", key]))
+        .collect()
+}
+
+#[test]
+fn replicas_end_identical_in_both_modes() {
+    for mode in Replicate::BOTH {
+        let primary = mode.primary().start();
+        let replica = start_replica(&primary, mode.replica());
+        let mut p = primary.client();
+        let mut r = replica.client();
+        write_sample(&mut p, "500");
+        // Overwrite in place (same length) and with another length.
+        q::<(), _>(
+            &mut p,
+            &["MSETEX", "300", "r:str", "SESSION-DATA", "r:bin", "xy"],
+        );
+        write_integers(&mut p, "400");
+        // A past deadline leaves the key absent, on both sides.
+        q::<(), _>(&mut p, &["SET", "r:gone", "old"]);
+        let past = (now_ms() - 1000).to_string();
+        q::<(), _>(&mut p, &["MSETEX", "PXAT", &past, "r:gone", "new"]);
+        wait_for_replicas(&mut p, 1);
+        let on_primary = values_and_deadlines(&mut p, &KEYS);
+        assert!(
+            on_primary.iter().all(|(v, d)| v.is_some() && d.0 > 0),
+            "{mode:?}: {on_primary:?}"
+        );
+        assert_eq!(values_and_deadlines(&mut r, &KEYS), on_primary, "{mode:?}");
+        let integers = values_and_deadlines(&mut p, &INTEGER_KEYS);
+        assert_eq!(
+            values_and_deadlines(&mut r, &INTEGER_KEYS),
+            integers,
+            "{mode:?}"
+        );
+        // Integers keep SET's encoding on the replica too.
+        assert_eq!(encodings(&mut p, &INTEGER_KEYS), ["int", "int", "embstr"]);
+        assert_eq!(
+            encodings(&mut r, &INTEGER_KEYS),
+            encodings(&mut p, &INTEGER_KEYS),
+            "{mode:?}"
+        );
+        for con in [&mut p, &mut r] {
+            assert_eq!(q::<i64, _>(con, &["EXISTS", "r:gone"]), 0, "{mode:?}");
+        }
+        assert_eq!(q::<String, _>(&mut r, &["TYPE", "r:list"]), "string");
+        assert_eq!(
+            info_field(&mut r, "replication", "master_link_status").as_deref(),
+            Some("up"),
+            "{mode:?}: the replica must not have dropped the link"
+        );
+        assert!(
+            !replica.log().contains("CRITICAL"),
+            "{mode:?}: the replica refused a replicated command:\n{}",
+            replica.log()
+        );
+    }
 }
 
 #[test]
 fn a_replica_that_attaches_later_gets_everything() {
     // Before any replica exists nothing receives replicated commands; the
     // module then skips building them. A replica that attaches afterwards
-    // must still end identical, as must writes made after it attached.
-    let primary = Server::start();
-    let mut p = primary.client();
-    assert!(
-        eventually(Duration::from_secs(5), || listeners(&mut p) == "none"),
-        "the probe should find no replica and no backlog"
-    );
-    write_sample(&mut p, "500");
-    let replica = start_replica(&primary, ServerConfig::without_module());
-    assert_eq!(listeners(&mut p), "possible");
-    let mut r = replica.client();
-    assert_eq!(
-        values_and_deadlines(&mut r, &KEYS),
-        values_and_deadlines(&mut p, &KEYS)
-    );
-    q::<(), _>(
-        &mut p,
-        &["MSETEX", "77", "r:after", "1", "r:str", "changed!!!!!"],
-    );
-    wait_for_replicas(&mut p, 1);
-    let keys: [&[u8]; 2] = [b"r:after", b"r:str"];
-    let on_primary = values_and_deadlines(&mut p, &keys);
-    assert_eq!(values_and_deadlines(&mut r, &keys), on_primary);
+    // (a full sync) must still end identical, as must writes made after it
+    // attached.
+    for mode in Replicate::BOTH {
+        let primary = mode.primary().start();
+        let mut p = primary.client();
+        assert!(
+            eventually(Duration::from_secs(5), || listeners(&mut p) == "none"),
+            "the probe should find no replica and no backlog"
+        );
+        write_sample(&mut p, "500");
+        write_integers(&mut p, "500");
+        let replica = start_replica(&primary, mode.replica());
+        assert_eq!(listeners(&mut p), "possible");
+        let mut r = replica.client();
+        assert_eq!(
+            values_and_deadlines(&mut r, &KEYS),
+            values_and_deadlines(&mut p, &KEYS),
+            "{mode:?}"
+        );
+        assert_eq!(
+            encodings(&mut r, &INTEGER_KEYS),
+            encodings(&mut p, &INTEGER_KEYS),
+            "{mode:?}"
+        );
+        q::<(), _>(
+            &mut p,
+            &["MSETEX", "77", "r:after", "1", "r:str", "changed!!!!!"],
+        );
+        wait_for_replicas(&mut p, 1);
+        let keys: [&[u8]; 2] = [b"r:after", b"r:str"];
+        let on_primary = values_and_deadlines(&mut p, &keys);
+        assert_eq!(values_and_deadlines(&mut r, &keys), on_primary, "{mode:?}");
+    }
 }
 
 fn listeners(con: &mut Connection) -> String {
@@ -91,28 +155,174 @@ fn listeners(con: &mut Connection) -> String {
 
 #[test]
 fn a_replica_catches_up_by_partial_resync() {
-    let primary = Server::start();
+    for mode in Replicate::BOTH {
+        let primary = mode.primary().start();
+        let replica = start_replica(&primary, mode.replica());
+        let mut p = primary.client();
+        let mut r = replica.client();
+        write_sample(&mut p, "500");
+        wait_for_replicas(&mut p, 1);
+        // Cut the link; write while the replica is away; let it reconnect.
+        q::<i64, _>(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
+        q::<(), _>(
+            &mut p,
+            &["MSETEX", "400", "r:str", "while-away", "r:away", "1"],
+        );
+        assert!(eventually(Duration::from_secs(20), || {
+            q::<i64, _>(&mut r, &["EXISTS", "r:away"]) == 1
+        }));
+        let partial = info_field(&mut p, "stats", "sync_partial_ok").unwrap_or_default();
+        assert_eq!(partial, "1", "{mode:?}: expected a partial resync");
+        let keys: [&[u8]; 2] = [b"r:str", b"r:away"];
+        assert_eq!(
+            values_and_deadlines(&mut r, &keys),
+            values_and_deadlines(&mut p, &keys),
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
+fn a_call_that_writes_nothing_replicates_nothing() {
+    for mode in Replicate::BOTH {
+        let primary = mode.primary().start();
+        let _replica = start_replica(&primary, mode.replica());
+        let mut p = primary.client();
+        q::<(), _>(&mut p, &["MSETEX", "100", "a", "1", "b", "2"]);
+        wait_for_replicas(&mut p, 1);
+        let offset = |con: &mut Connection| info_field(con, "replication", "master_repl_offset");
+        let before = offset(&mut p);
+        let calls: [&[&str]; 3] = [
+            &["MSETEX", "NX", "100", "a", "1", "new", "2"],
+            &["MSETEX", "XX", "EX", "100", "a", "1", "missing", "2"],
+            &["MSETEX", "NX", "PXAT", "1", "b", "3"],
+        ];
+        for call in calls {
+            assert_eq!(q::<i64, _>(&mut p, call), 0, "{mode:?}: {call:?}");
+        }
+        assert_eq!(offset(&mut p), before, "{mode:?}");
+    }
+}
+
+#[test]
+fn each_key_counts_one_change_for_save_points() {
+    // `save <seconds> <changes>` counts changed keys, as MSET does: every
+    // path (new key, in place, integer, other length), in both modes.
+    // With a listener, each RedisModule_Replicate counts one more change
+    // and MSET counts its own keys: in SET mode a key MSET wrote counts
+    // twice, in MSETEX mode a call whose keys all went through MSET counts
+    // one extra (README, "Replication and the AOF").
+    for mode in Replicate::BOTH {
+        for with_replica in [false, true] {
+            let primary = mode.primary().start();
+            let replica = with_replica.then(|| start_replica(&primary, mode.replica()));
+            let mut p = primary.client();
+            if replica.is_none() {
+                let quiet = eventually(Duration::from_secs(5), || listeners(&mut p) == "none");
+                assert!(quiet, "the probe should find no replica and no backlog");
+            }
+            q::<(), _>(&mut p, &["SET", "same", "xxxx"]);
+            q::<(), _>(&mut p, &["SET", "other", "x"]);
+            let changes = |con: &mut Connection| -> i64 {
+                info_field(con, "persistence", "rdb_changes_since_last_save")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(-1)
+            };
+            let calls: [&[&str]; 4] = [
+                &[
+                    "MSETEX", "100", "new", "v", "same", "yyyy", "int", "42", "other", "xyz",
+                ],
+                &["MSETEX", "100", "i1", "1", "i2", "2", "i3", "3"],
+                &["MSETEX", "100", "one", "v"],
+                &["MSETEX", "100", "twice", "a", "twice", "b"],
+            ];
+            for call in calls {
+                let before = changes(&mut p);
+                q::<(), _>(&mut p, call);
+                let keys = (call.len() as i64 - 2) / 2;
+                let counted = changes(&mut p) - before;
+                let most = match (with_replica, mode) {
+                    (false, _) => keys,
+                    (true, Replicate::Set) => 2 * keys,
+                    (true, Replicate::Msetex) => keys + 1,
+                };
+                assert!(
+                    (keys..=most).contains(&counted),
+                    "{mode:?}, replica {with_replica}: {call:?} counted {counted}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn transactions_and_scripts_replicate_whole() {
+    for mode in Replicate::BOTH {
+        let primary = mode.primary().start();
+        let replica = start_replica(&primary, mode.replica());
+        let mut p = primary.client();
+        let name = target().command_name();
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .add_command(command(&["MSETEX", "100", "t:a", "1", "t:b", "two"]))
+            .cmd("SET")
+            .arg("t:c")
+            .arg("3")
+            .add_command(command(&["MSETEX", "PX", "200000", "t:a", "one"]));
+        pipe.query::<()>(&mut p).unwrap();
+        let script = format!(
+            "redis.call('{name}', 'EX', 300, KEYS[1], ARGV[1], KEYS[2], ARGV[2]) \
+             return redis.call('{name}', 'NX', 300, KEYS[3], ARGV[3])"
+        );
+        let written: i64 = redis::cmd("EVAL")
+            .arg(&script)
+            .arg(3)
+            .arg(&["s:a", "s:b", "t:c"])
+            .arg(&["alpha", "12", "x"])
+            .query(&mut p)
+            .unwrap();
+        assert_eq!(written, 0);
+        wait_for_replicas(&mut p, 1);
+        let keys: [&[u8]; 5] = [b"t:a", b"t:b", b"t:c", b"s:a", b"s:b"];
+        let on_primary = values_and_deadlines(&mut p, &keys);
+        assert_eq!(on_primary[0].0.as_deref(), Some(b"one".as_slice()));
+        assert_eq!(
+            values_and_deadlines(&mut replica.client(), &keys),
+            on_primary,
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
+fn replicate_msetex_needs_the_module_on_replicas() {
+    // REPLICATE MSETEX sends MSETEX itself. The module says so when it
+    // loads; a replica without it cannot run what it receives: it keeps
+    // the link but misses those writes (the server logs each refusal).
+    let primary = Replicate::Msetex.primary().start();
+    assert!(
+        primary
+            .log()
+            .contains("replicas and AOF loading need this module"),
+        "{}",
+        primary.log()
+    );
     let replica = start_replica(&primary, ServerConfig::without_module());
     let mut p = primary.client();
-    let mut r = replica.client();
-    write_sample(&mut p, "500");
+    q::<(), _>(&mut p, &["MSETEX", "100", "lost", "v"]);
+    q::<(), _>(&mut p, &["SET", "kept", "v"]);
     wait_for_replicas(&mut p, 1);
-    // Cut the link; write while the replica is away; let it reconnect.
-    q::<i64, _>(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
-    q::<(), _>(
-        &mut p,
-        &["MSETEX", "400", "r:str", "while-away", "r:away", "1"],
-    );
-    assert!(eventually(Duration::from_secs(20), || {
-        q::<i64, _>(&mut r, &["EXISTS", "r:away"]) == 1
-    }));
-    let partial = info_field(&mut p, "stats", "sync_partial_ok").unwrap_or_default();
-    assert_eq!(partial, "1", "expected a partial resync");
-    let keys: [&[u8]; 2] = [b"r:str", b"r:away"];
+    let mut r = replica.client();
+    assert_eq!(q::<i64, _>(&mut r, &["EXISTS", "kept"]), 1);
     assert_eq!(
-        values_and_deadlines(&mut r, &keys),
-        values_and_deadlines(&mut p, &keys)
+        q::<i64, _>(&mut r, &["EXISTS", "lost"]),
+        0,
+        "a replica without the module cannot have run MSETEX"
     );
+    // A full sync copies data, not commands: the next one heals it.
+    drop(replica);
+    let replica = start_replica(&primary, ServerConfig::without_module());
+    assert_eq!(q::<i64, _>(&mut replica.client(), &["EXISTS", "lost"]), 1);
 }
 
 #[test]
@@ -333,4 +543,40 @@ fn a_replica_with_the_module_loads_asynchronously_with_swapdb() {
         values_and_deadlines(&mut r, &[b"a", b"b"]),
         values_and_deadlines(&mut p, &[b"a", b"b"])
     );
+}
+
+#[test]
+fn the_numkeys_form_replicates_exactly_in_both_modes() {
+    let name = target().numkeys_name();
+    for mode in Replicate::BOTH {
+        let config = ServerConfig::numkeys().replicate(mode);
+        let replica_config = match mode {
+            Replicate::Set => ServerConfig::without_module(),
+            Replicate::Msetex => config.clone(),
+        };
+        let primary = config.start();
+        let replica = start_replica(&primary, replica_config);
+        let mut p = primary.client();
+        q::<(), _>(&mut p, &["SET", "n:kept", "old", "EX", "900"]);
+        q::<(), _>(&mut p, &["SET", "n:gone", "old"]);
+        let past = (now_ms() - 1000).to_string();
+        let calls: [&[&str]; 5] = [
+            &[name, "2", "n:a", "1", "n:b", "two", "EX", "100"],
+            &[name, "1", "n:kept", "new", "KEEPTTL"],
+            &[name, "2", "n:plain", "p", "n:int", "12345"],
+            &[name, "1", "n:gone", "x", "PXAT", &past],
+            &[name, "1", "n:a", "never", "NX", "EX", "5"],
+        ];
+        for call in calls {
+            let _: Value = raw_command(call).query(&mut p).unwrap();
+        }
+        wait_for_replicas(&mut p, 1);
+        let keys: [&[u8]; 6] = [b"n:a", b"n:b", b"n:kept", b"n:plain", b"n:int", b"n:gone"];
+        let on_primary = values_and_deadlines(&mut p, &keys);
+        assert_eq!(on_primary[0].0.as_deref(), Some(b"1".as_slice()));
+        assert!(on_primary[2].1 .0 > 0 && on_primary[3].1 .0 == -1);
+        let mut r = replica.client();
+        assert_eq!(values_and_deadlines(&mut r, &keys), on_primary, "{mode:?}");
+        assert_eq!(encodings(&mut r, &[b"n:int"]), ["int"], "{mode:?}");
+    }
 }

@@ -132,7 +132,11 @@ impl ServerConfig {
 
     /// Starts a server that is expected to refuse to start; returns its log.
     pub fn start_expecting_failure(self) -> String {
-        let dir = TempDir::new("fail");
+        self.start_expecting_failure_in(TempDir::new("fail"))
+    }
+
+    /// [`Self::start_expecting_failure`] on existing data (e.g. an AOF).
+    pub fn start_expecting_failure_in(self, dir: TempDir) -> String {
         let mut server = Server {
             child: None,
             port: free_port(),
@@ -171,6 +175,14 @@ impl ServerConfig {
         ServerConfig::default().module_args(&args)
     }
 
+    /// Adds `REPLICATE SET|MSETEX` to the module's load arguments.
+    pub fn replicate(mut self, mode: Replicate) -> Self {
+        if let Some(args) = &mut self.module {
+            args.extend(["REPLICATE".to_owned(), mode.arg().to_owned()]);
+        }
+        self
+    }
+
     /// Passes arguments to the module after its path in `loadmodule`.
     pub fn module_args(mut self, args: &[&str]) -> Self {
         self.module = Some(args.iter().map(|s| (*s).to_owned()).collect());
@@ -179,6 +191,41 @@ impl ServerConfig {
 
     pub fn start(self) -> Server {
         Server::start_with(self, TempDir::new("srv"))
+    }
+}
+
+/// The module's two replication modes (load argument `REPLICATE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Replicate {
+    /// Each key as `SET key value PXAT ms`: replicas need nothing.
+    Set,
+    /// Each call as one MSETEX with its deadline: replicas need the module.
+    Msetex,
+}
+
+impl Replicate {
+    pub const BOTH: [Replicate; 2] = [Replicate::Set, Replicate::Msetex];
+
+    pub fn arg(self) -> &'static str {
+        match self {
+            Replicate::Set => "SET",
+            Replicate::Msetex => "MSETEX",
+        }
+    }
+
+    /// A primary (TTL form) in this mode.
+    pub fn primary(self) -> ServerConfig {
+        ServerConfig::default().replicate(self)
+    }
+
+    /// What a replica of such a primary, or a server loading its AOF,
+    /// needs: nothing in SET mode (a server without the module), the module
+    /// loaded the same way in MSETEX mode.
+    pub fn replica(self) -> ServerConfig {
+        match self {
+            Replicate::Set => ServerConfig::without_module(),
+            Replicate::Msetex => self.primary(),
+        }
     }
 }
 

@@ -62,20 +62,52 @@ pub fn builtin_servers() -> &'static [Target] {
                 .collect::<Vec<_>>()
         });
         let candidates = listed.unwrap_or_else(|| {
-            let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/servers");
             ["redis-8.6.3/redis-server", "valkey-9.1.2/valkey-server"]
                 .iter()
-                .map(|path| shared.join(path).display().to_string())
+                .map(|path| shared_servers_dir().join(path).display().to_string())
                 .collect()
         });
-        candidates
-            .iter()
-            .filter(|path| std::path::Path::new(path).is_file())
-            .filter_map(|path| executable(path))
-            .filter_map(|path| target_of(&path))
+        targets_at(&candidates)
+            .into_iter()
             .filter(Target::has_builtin_msetex)
             .collect()
     })
+}
+
+/// ../shared/servers, beside this repository: one directory per server.
+pub fn shared_servers_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/servers")
+}
+
+/// Every `*-server` binary under [`shared_servers_dir`], by directory name.
+pub fn shared_server_paths() -> Vec<String> {
+    let mut paths: Vec<String> = std::fs::read_dir(shared_servers_dir())
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .flat_map(|dir| std::fs::read_dir(dir.path()).into_iter().flatten())
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.is_file()
+                && path
+                    .file_name()
+                    .is_some_and(|name| name.to_string_lossy().ends_with("-server"))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// The servers at `paths` that exist and report a version, identified.
+pub fn targets_at(paths: &[String]) -> Vec<Target> {
+    paths
+        .iter()
+        .filter(|path| std::path::Path::new(path).is_file())
+        .filter_map(|path| executable(path))
+        .filter_map(|path| target_of(&path))
+        .collect()
 }
 
 /// `path`, or a private executable copy where the file lacks its run bit

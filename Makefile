@@ -17,7 +17,7 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test test-matrix run lint bench soak fuzz install install-files uninstall dist dist-files clean
+.PHONY: help deps build test test-matrix run lint bench bench-quick soak fuzz install install-files uninstall dist dist-files clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,8 +46,11 @@ lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
-bench: build ## Benchmark against MSET, Lua and SETEX (ROUNDS=7); writes docs/BENCHMARKS.md
+bench: build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~15 min); writes docs/BENCHMARKS.md
 	$(CARGO) run --release --locked --example bench -- --rounds $(ROUNDS)
+
+bench-quick: build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
+	$(CARGO) run --release --locked --example bench -- --quick --out target/BENCHMARKS-quick.md --readme -
 
 soak: build ## Reliability tests at full size + long fuzz run; writes docs/RELIABILITY.md
 	scripts/soak.sh

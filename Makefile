@@ -17,10 +17,10 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test test-matrix run lint bench bench-quick soak fuzz install install-files uninstall dist dist-files clean
+.PHONY: help deps build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files clean
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps: ## Install what is missing (redis-server, redis-tools, libclang-dev; apt-get when root)
 	@scripts/deps.sh
@@ -52,8 +52,11 @@ bench: build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~15 min
 bench-quick: build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
 	$(CARGO) run --release --locked --example bench -- --quick --out target/BENCHMARKS-quick.md --readme -
 
-soak: build ## Reliability tests at full size + long fuzz run; writes docs/RELIABILITY.md
+soak: build ## Reliability tests at full size on every server + long fuzz run (~30 min); writes docs/RELIABILITY.md
 	scripts/soak.sh
+
+profile: build ## perf: where MSETEX spends its time (needs perf); writes docs/PROFILE.md
+	scripts/profile.sh
 
 fuzz: build ## Parser property tests with FUZZ_CASES cases each (default 1000000)
 	MSETEX_FUZZ_CASES=$${FUZZ_CASES:-1000000} $(CARGO) test --release --locked --lib -- parse::tests

@@ -12,33 +12,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-shared="${SHARED_SERVERS:-../shared/servers}"
 out="${COMPATIBILITY_OUT:-docs/COMPATIBILITY.md}"
-# The servers the README promises, as ../shared/servers names them.
-expected=(redis-6.2.16 redis-7.2.6 redis-7.4.1 redis-8.0.6 redis-8.6.3
-          valkey-7.2.7 valkey-8.0.1 valkey-8.1.1 valkey-9.1.2)
-
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-
-servers=()
-missing=()
-if [ -n "${SERVERS:-}" ]; then
-    read -r -a servers <<< "$SERVERS"
-else
-    if command -v redis-server >/dev/null 2>&1; then
-        servers+=("$(command -v redis-server)")
-    else
-        missing+=("redis-server (Debian's, from apt)")
-    fi
-    for name in "${expected[@]}"; do
-        found=""
-        for bin in "$shared/$name"/*-server; do
-            [ -f "$bin" ] && found="$bin"
-        done
-        if [ -n "$found" ]; then servers+=("$found"); else missing+=("$name"); fi
-    done
-fi
+# shellcheck source=scripts/servers.sh
+source scripts/servers.sh
 
 echo "== building the module and the tests"
 cargo build --release --locked || exit 1
@@ -56,16 +34,7 @@ started=$(date +%s)
 index=0
 for bin in "${servers[@]}"; do
     index=$((index + 1))
-    # Read-only copies may lack the run bit: run a private executable copy.
-    if [ ! -x "$bin" ]; then
-        copy="$work/bin-$index/$(basename "$bin")"
-        mkdir -p "$(dirname "$copy")" && cp "$bin" "$copy" && chmod +x "$copy"
-        bin="$copy"
-    fi
-    label="$("$bin" --version 2>/dev/null | awk '{
-        for (i = 1; i <= NF; i++) if ($i ~ /^v=/) v = substr($i, 3);
-        name = ($1 == "Redis") ? "Redis" : "Valkey"; print name " " v }')"
-    [ -n "$label" ] || label="$bin"
+    label="$(server_label "$bin")"
     echo "== [$index/${#servers[@]}] $label ($bin), $(( $(date +%s) - started )) s so far"
     log="$work/log-$index"
     skips="$work/skips-$index"

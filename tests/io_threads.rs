@@ -67,10 +67,7 @@ fn io_threads_with_a_replica_under_load_keep_the_server_up() {
     let keys: i64 = q(&mut p, &["DBSIZE"]);
     assert!(keys > 100, "the load wrote only {keys} keys");
     record_result(
-        &format!(
-            "io-threads {IO_THREADS}, replica, 200 clients ({})",
-            target().describe()
-        ),
+        &format!("io-threads {IO_THREADS}, replica, 200 clients"),
         &format!(
             "{seconds} s of MSETEX from 200 clients on 4 threads: server up, {keys} keys, \
              replica identical (DEBUG DIGEST)"

@@ -34,6 +34,8 @@ parts=(
     "RM_OpenKey|open each key (RedisModule_OpenKey: a lookup, and one in the expires table)"
     "RM_SetAbsExpire|set each deadline (RedisModule_SetAbsExpire: a lookup, an expires-table insert)"
     "RM_StringDMA|write a value in place (RedisModule_StringDMA)"
+    "RM_StringSet|store a new key (RedisModule_StringSet: the keyspace insert)"
+    "RM_CloseKey|close each key (RedisModule_CloseKey: free the handle)"
     "msetGenericCommand|the server's MSET, for integers and other lengths"
     "moduleCreateArgvFromUserFormat|RedisModule_Call's argument vector"
     "RM_NotifyKeyspaceEvent|keyspace events"

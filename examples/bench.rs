@@ -1462,40 +1462,53 @@ impl Report {
             eprintln!("{path} has no {START} ... {END} block: not updated");
             return;
         };
-        let pair = |persistence, replicate, values, den| {
-            self.main_row(persistence, replicate, values)
-                .map(|row| format!("{:.2}x", self.ratio(row, den)))
-        };
-        let [plain_o, plain_f] = pair(
-            Persistence::None,
-            Replicate::Set,
-            Values::Small,
-            Variant::Mset,
-        );
-        let [int_o, int_f] = pair(
-            Persistence::None,
-            Replicate::Set,
-            Values::Integer,
-            Variant::Mset,
-        );
-        let [set_o, set_f] = pair(
-            Persistence::Replica,
-            Replicate::Set,
-            Values::Small,
-            Variant::Mset,
-        );
-        let [call_o, call_f] = pair(
-            Persistence::Replica,
-            Replicate::Msetex,
-            Values::Small,
-            Variant::Mset,
-        );
-        let [lua_o, lua_f] = pair(
-            Persistence::None,
-            Replicate::Set,
-            Values::Small,
-            Variant::Lua,
-        );
+        // (label, persistence, REPLICATE mode, values, against)
+        let lines = [
+            (
+                "no persistence",
+                Persistence::None,
+                Replicate::Set,
+                Values::Small,
+                Variant::Mset,
+            ),
+            (
+                "integer values, no persistence",
+                Persistence::None,
+                Replicate::Set,
+                Values::Integer,
+                Variant::Mset,
+            ),
+            (
+                "one replica, `REPLICATE SET` (default)",
+                Persistence::Replica,
+                Replicate::Set,
+                Values::Small,
+                Variant::Mset,
+            ),
+            (
+                "one replica, `REPLICATE MSETEX`",
+                Persistence::Replica,
+                Replicate::Msetex,
+                Values::Small,
+                Variant::Mset,
+            ),
+            (
+                "MSETEX against the usual Lua `SET ... EX` loop",
+                Persistence::None,
+                Replicate::Set,
+                Values::Small,
+                Variant::Lua,
+            ),
+        ];
+        let table: String = lines
+            .iter()
+            .map(|(label, persistence, replicate, values, den)| {
+                let [overwrite, fresh] = self
+                    .main_row(*persistence, *replicate, *values)
+                    .map(|row| format!("{:.2}x", self.ratio(row, *den)));
+                format!("| {label} | {overwrite} | {fresh} |\n")
+            })
+            .collect();
         let classic = |prefix: &str| {
             self.classic
                 .iter()
@@ -1512,12 +1525,7 @@ impl Report {
              every server, every row); server time per key against MSET, which sets no TTL, \
              in the same run (100 keys per call, 32-byte values, 20 clients; keys that \
              already hold TTLs / new keys):\n\n\
-             | | overwrite | new keys |\n| --- | ---: | ---: |\n\
-             | no persistence | **{plain_o}** | **{plain_f}** |\n\
-             | integer values, no persistence | {int_o} | {int_f} |\n\
-             | one replica, `REPLICATE SET` (default) | {set_o} | {set_f} |\n\
-             | one replica, `REPLICATE MSETEX` | {call_o} | {call_f} |\n\
-             | MSETEX against the usual Lua `SET ... EX` loop | {lua_o} | {lua_f} |\n\n\
+             | | overwrite | new keys |\n| --- | ---: | ---: |\n{table}\n\
              10,000 keys with a 10 s TTL from one client: {:.3} s with one MSETEX, {:.3} s \
              with one MSET (no TTL), {:.3} s with one SETEX per key; one call refreshing \
              10,000 keys costs {refresh:.2}x the server time of one MSET of them.\n{END}",

@@ -10,19 +10,6 @@ mod common;
 
 use common::*;
 
-/// A small deterministic generator: the same workload on every run.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) % n as u64) as usize
-    }
-}
-
 const POOL: usize = 1000;
 
 fn key(rng: &mut Lcg) -> String {

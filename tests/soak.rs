@@ -9,19 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A tiny deterministic generator, so a failing run can be replayed.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % below.max(1)
-    }
-}
-
 /// Writes `keys` keys as `prefix:<client>:<n>` through MSETEX calls of
 /// 1..=1000 keys (mixed), with mixed TTL forms between 1000 and 2000 s.
 /// Returns the number of calls.

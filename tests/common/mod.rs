@@ -1051,3 +1051,22 @@ impl FakeReplica {
         buf
     }
 }
+
+/// A tiny deterministic generator, so that a failing run can be replayed.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// A number from 0 to `below - 1`.
+    pub fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below.max(1)
+    }
+
+    /// [`Lcg::next`] for indexes.
+    pub fn below(&mut self, n: usize) -> usize {
+        self.next(n as u64) as usize
+    }
+}

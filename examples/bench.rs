@@ -1086,7 +1086,14 @@ impl Report {
             for (row, limit) in rows.into_iter().zip(limits) {
                 let ratio = self.ratio(row, den);
                 list.push(Goal {
-                    what: format!("{what}, {}: at most {limit}x", row.workload.label()),
+                    what: format!(
+                        "{what}, {}: at most {}x",
+                        row.workload.label(),
+                        // 1.6, 2.3, 0.33: as short as the limit needs.
+                        format!("{limit:.2}")
+                            .trim_end_matches('0')
+                            .trim_end_matches('.')
+                    ),
                     measured: format!("{ratio:.2}x"),
                     holds: ratio <= limit,
                 });

@@ -84,7 +84,14 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Refusa
     if let Some(event) = deletes {
         write::delete_all(ctx, pairs, event, &mut wire)?;
     } else {
-        let written = write::write_all(ctx, &module.profile, pairs, request.expiry, &mut wire)?;
+        let written = write::write_all(
+            ctx,
+            &module.profile,
+            pairs,
+            request.expiry,
+            flags.active_child,
+            &mut wire,
+        )?;
         wire.finish(&PerCallCommand {
             name: &module.name_c,
             syntax: module.syntax,

@@ -19,9 +19,9 @@ pub fn record_keys(n: usize) {
     KEYS_SET.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-/// One of them was written into its old string, in place.
-pub fn record_in_place() {
-    KEYS_IN_PLACE.fetch_add(1, Ordering::Relaxed);
+/// `n` of them were written into their old strings, in place.
+pub fn record_in_place(n: usize) {
+    KEYS_IN_PLACE.fetch_add(n as u64, Ordering::Relaxed);
 }
 
 /// A call answered with an error.

@@ -23,7 +23,7 @@
 
 use std::ffi::CStr;
 
-use crate::ffi::{Arg, Ctx, EventClass, Key, Touch};
+use crate::ffi::{Arg, Contents, Ctx, EventClass, Key, Touch};
 use crate::parse::{parse_i64, Expiry};
 use crate::propagation::{Wire, WrittenBy};
 use crate::server::{PastDeadline, Profile};
@@ -37,12 +37,14 @@ pub type Failed = &'static str;
 /// batch filter to stay sparse.
 const BATCH_MAX: usize = 256;
 
-/// Writes every pair; returns how many keys were written.
+/// Writes every pair; returns how many keys were written. `child_active`:
+/// a fork runs, so lookups leave keys' LRU clocks alone.
 pub fn write_all<'c>(
     ctx: &'c Ctx<'c>,
     profile: &Profile,
     pairs: &[Arg<'c>],
     expiry: Expiry,
+    child_active: bool,
     wire: &mut Wire<'c>,
 ) -> Result<usize, Failed> {
     if !matches!(expiry, Expiry::In(_)) {
@@ -52,17 +54,19 @@ pub fn write_all<'c>(
         ctx,
         profile,
         expiry: ExpiryState::from(expiry),
+        child_active,
         wire,
         batch: Batch::with_capacity(pairs.len() / 2),
         written: 0,
+        in_place: 0,
     };
-    for pair in pairs.chunks_exact(2) {
-        if let [key, value] = pair {
-            writer.pair(*key, *value)?;
-        }
-    }
-    writer.flush()?;
-    Ok(writer.written)
+    let outcome = pairs.chunks_exact(2).try_for_each(|pair| match pair {
+        [key, value] => writer.pair(*key, *value),
+        _ => Ok(()),
+    });
+    let outcome = outcome.and_then(|()| writer.flush());
+    stats::record_in_place(writer.in_place);
+    outcome.map(|()| writer.written)
 }
 
 /// SET with a deadline already past deletes the key on this server
@@ -153,14 +157,16 @@ struct Writer<'w, 'c> {
     ctx: &'c Ctx<'c>,
     profile: &'w Profile,
     expiry: ExpiryState,
+    child_active: bool,
     wire: &'w mut Wire<'c>,
     batch: Batch<'c>,
     written: usize,
+    in_place: usize,
 }
 
 impl<'c> Writer<'_, 'c> {
     fn pair(&mut self, key: Arg<'c>, value: Arg<'c>) -> Result<(), Failed> {
-        if self.batch.contains(key) {
+        if self.batch.len() > 0 && self.batch.contains(key) {
             self.flush()?;
         }
         // A canonical integer is stored by SET as `int` or a shared integer,
@@ -170,7 +176,8 @@ impl<'c> Writer<'_, 'c> {
         }
         // One access, as SET's own lookup of the key.
         let mut handle = self.ctx.open_key(key, Touch::Yes).ok_or("open the key")?;
-        if handle.is_empty() {
+        let contents = handle.contents();
+        if contents == Contents::Nothing {
             if !handle.set(value) {
                 return Err("store the value");
             }
@@ -178,7 +185,7 @@ impl<'c> Writer<'_, 'c> {
         }
         let len = value.bytes().len();
         let in_place = self.profile.in_place_min_len.is_some_and(|min| len >= min)
-            && handle.string_len() == Some(len)
+            && contents == Contents::String(len)
             && handle.overwrite_exactly_sized(value.bytes());
         if in_place {
             return self.key_api_done(handle, key, value, true);
@@ -202,10 +209,12 @@ impl<'c> Writer<'_, 'c> {
         self.ctx.notify(EventClass::String, c"set", key);
         self.apply_expiry(&mut handle, None, in_place)?;
         if in_place {
-            // SET's new object is fresh for LRU even while a fork runs
-            // (when lookups do not touch keys); a no-op under LFU.
-            handle.mark_used_now();
-            stats::record_in_place();
+            // SET's new object is fresh for LRU even while a fork runs,
+            // when lookups do not touch keys (a no-op under LFU).
+            if self.child_active {
+                handle.mark_used_now();
+            }
+            self.in_place += 1;
         }
         drop(handle);
         if self.expiry.fires_expire() {

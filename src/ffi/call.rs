@@ -195,6 +195,17 @@ pub enum EventClass {
     Expired,
 }
 
+/// What an open key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// The key does not exist.
+    Nothing,
+    /// A string of this length.
+    String(usize),
+    /// Another type.
+    Other,
+}
+
 /// Whether opening a key counts as an access (LRU/LFU), as a lookup by a
 /// command does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,6 +225,9 @@ pub struct ContextFlags {
     pub loading: bool,
     /// The server is a replica.
     pub replica: bool,
+    /// A child process (RDB or AOF rewrite) runs: key lookups do not touch
+    /// keys meanwhile.
+    pub active_child: bool,
 }
 
 impl<'call> Ctx<'call> {
@@ -248,6 +262,7 @@ impl<'call> Ctx<'call> {
             loading: has(raw::REDISMODULE_CTX_FLAGS_LOADING)
                 || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
             replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
+            active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
         }
     }
 
@@ -656,16 +671,18 @@ impl Key<'_> {
         unsafe { (self.api.key_type)(self.raw) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int }
     }
 
-    /// The length of the string value, or `None` if the key is empty or
-    /// holds another type.
-    pub fn string_len(&self) -> Option<usize> {
+    /// What the key holds, with one type lookup.
+    pub fn contents(&self) -> Contents {
         // SAFETY: raw is an open key handle.
         let kind = unsafe { (self.api.key_type)(self.raw) };
-        if kind != raw::REDISMODULE_KEYTYPE_STRING as c_int {
-            return None;
+        if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+            Contents::Nothing
+        } else if kind == raw::REDISMODULE_KEYTYPE_STRING as c_int {
+            // SAFETY: raw is an open key handle holding a string.
+            Contents::String(unsafe { (self.api.value_length)(self.raw) })
+        } else {
+            Contents::Other
         }
-        // SAFETY: raw is an open key handle holding a string.
-        Some(unsafe { (self.api.value_length)(self.raw) })
     }
 
     /// Overwrites the string value in place with `bytes` of the same length,

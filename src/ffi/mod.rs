@@ -173,6 +173,8 @@ mod call;
 mod load;
 mod sds;
 
-pub use call::{Arg, ContextFlags, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply, Touch};
+pub use call::{
+    Arg, Contents, ContextFlags, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply, Touch,
+};
 pub use load::*;
 pub use sds::Allocation;

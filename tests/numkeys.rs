@@ -498,3 +498,58 @@ fn an_aof_written_here_loads_on_servers_with_their_own_msetex() {
         }
     }
 }
+
+#[test]
+fn watch_multi_and_scripts_see_the_numkeys_form_as_the_ttl_form() {
+    let server = ServerConfig::numkeys().start();
+    let name = target().numkeys_name();
+    let mut watcher = server.client();
+    let mut writer = server.client();
+
+    // WATCH: a write fails the watcher's EXEC, in place or not; a call NX
+    // stops writes nothing and leaves it alone.
+    for (value, nx_refused) in [("first", false), ("same!", false), ("other", true)] {
+        q::<(), _>(&mut watcher, &["SET", "w", "start"]);
+        q::<(), _>(&mut watcher, &["WATCH", "w"]);
+        let mut call = vec![name, "1", "w", value, "EX", "60"];
+        if nx_refused {
+            call.push("NX");
+        }
+        let written: i64 = q(&mut writer, &call);
+        assert_eq!(written, i64::from(!nx_refused), "{call:?}");
+        q::<(), _>(&mut watcher, &["MULTI"]);
+        q::<(), _>(&mut watcher, &["GET", "w"]);
+        let reply = exec(&mut watcher, &["EXEC"]).unwrap();
+        assert_eq!(reply == Value::Nil, !nx_refused, "{call:?}: {reply:?}");
+    }
+
+    // MULTI/EXEC and a script: replies and effects as outside them.
+    let replies: Vec<Value> = redis::pipe()
+        .atomic()
+        .add_command(raw_command(&[
+            name, "2", "t1", "a", "t2", "b", "PX", "60000",
+        ]))
+        .add_command(raw_command(&[name, "1", "t1", "c", "NX"]))
+        .query(&mut writer)
+        .unwrap();
+    assert_eq!(replies, [Value::Int(1), Value::Int(0)]);
+    let script =
+        format!("return redis.call('{name}', 2, KEYS[1], ARGV[1], KEYS[2], ARGV[2], 'EX', 90)");
+    let reply = exec(&mut writer, &["EVAL", &script, "2", "s1", "s2", "x", "7"]).unwrap();
+    assert_eq!(reply, Value::Int(1));
+    // An error reaches the script as any command's, and writes nothing.
+    let script = format!("return redis.pcall('{name}', 3, KEYS[1], ARGV[1])");
+    let refused = exec(&mut writer, &["EVAL", &script, "1", "s3", "x"]).unwrap_err();
+    assert!(
+        error_text(&refused).contains("key-value pairs")
+            || error_text(&refused).contains("syntax error"),
+        "{refused:?}"
+    );
+    assert_eq!(q::<i64, _>(&mut writer, &["EXISTS", "s3"]), 0);
+    let got: Vec<String> = q(&mut writer, &["MGET", "t1", "t2", "s1", "s2"]);
+    assert_eq!(got, ["a", "b", "x", "7"]);
+    for key in ["t1", "s2"] {
+        let ttl: i64 = q(&mut writer, &["TTL", key]);
+        assert!(ttl > 0, "{key}: {ttl}");
+    }
+}

@@ -400,7 +400,8 @@ fn a_deadline_in_the_past_does_what_set_does_on_this_server() {
 fn relative_ttls_follow_the_commands_clock_in_a_long_script() {
     // Redis 7.2+ computes SET's relative TTL from the time the command (the
     // script) started; a script that runs 1.5 s must not move MSETEX's
-    // deadline 1.5 s later than SET's.
+    // deadline 1.5 s later than SET's. Older servers read the live clock for
+    // both, one command apart: the same millisecond or the next.
     let server = Server::start();
     let mut con = server.client();
     let script = format!(
@@ -413,10 +414,16 @@ fn relative_ttls_follow_the_commands_clock_in_a_long_script() {
         target().command_name()
     );
     let _: Value = q(&mut con, &["EVAL", &script, "2", "{s}ours", "{s}theirs"]);
-    assert_eq!(
-        deadline_of(&mut con, "{s}ours"),
-        deadline_of(&mut con, "{s}theirs")
-    );
+    let ours = deadline_of(&mut con, "{s}ours");
+    let theirs = deadline_of(&mut con, "{s}theirs");
+    if target().at_least(Some((7, 2)), Some((7, 2))) {
+        assert_eq!(ours, theirs);
+    } else {
+        assert!(
+            (0..=1).contains(&(theirs.0 - ours.0)),
+            "{ours:?} {theirs:?}"
+        );
+    }
 }
 
 #[test]

@@ -125,9 +125,14 @@ fn replicate_msetex_logs_one_command_per_call() {
     let calls = aof.matches(&format!("\r\n{name}\r\n")).count();
     assert_eq!(calls, 2, "one {name} per call:\n{aof}");
     assert!(
-        !aof.contains("\r\nSET\r\n") && !aof.contains("MULTI") && aof.contains("PXAT"),
+        !aof.contains("\r\nSET\r\n") && aof.contains("PXAT"),
         "{aof}"
     );
+    // One command needs no transaction (Redis 6.2 wraps every command a
+    // module replicates in MULTI/EXEC all the same).
+    if target().is_7_0_or_later() {
+        assert!(!aof.contains("MULTI"), "{aof}");
+    }
 
     server.restart();
     let mut con = server.client();

@@ -553,3 +553,38 @@ fn watch_multi_and_scripts_see_the_numkeys_form_as_the_ttl_form() {
         assert!(ttl > 0, "{key}: {ttl}");
     }
 }
+
+#[test]
+fn keepttl_on_missing_keys_keeps_the_server_up() {
+    // Redis 8.6 crashed when the module asked a missing key for its TTL.
+    let server = ServerConfig::numkeys().start();
+    let name = target().numkeys_name();
+    let mut con = server.client();
+    q::<(), _>(&mut con, &["SET", "kept", "old", "EX", "500"]);
+    let calls: [&[&str]; 3] = [
+        &[name, "2", "absent:1", "text", "absent:2", "12", "KEEPTTL"],
+        &[name, "2", "kept", "new", "absent:3", "x", "KEEPTTL", "XX"],
+        &[
+            name, "3", "kept", "7", "absent:4", "8", "absent:4", "9", "KEEPTTL",
+        ],
+    ];
+    for call in calls {
+        let _: Value = raw_command(call).query(&mut con).unwrap();
+    }
+    assert!(answers_ping(
+        server.port(),
+        std::time::Duration::from_secs(5)
+    ));
+    let got: Vec<Option<String>> = q(
+        &mut con,
+        &["MGET", "absent:1", "absent:2", "kept", "absent:4"],
+    );
+    assert_eq!(
+        got,
+        [Some("text"), Some("12"), Some("7"), Some("9")].map(|v| v.map(str::to_owned))
+    );
+    for (key, with_ttl) in [("absent:1", false), ("absent:4", false), ("kept", true)] {
+        let ttl: i64 = q(&mut con, &["TTL", key]);
+        assert_eq!(ttl > 0, with_ttl, "{key}: {ttl}");
+    }
+}

@@ -740,9 +740,14 @@ impl Key<'_> {
         unsafe { (self.api.set_expire)(self.raw, raw::REDISMODULE_NO_EXPIRE as i64) == OK }
     }
 
-    /// The key's absolute expiry, if it has one.
+    /// The key's absolute expiry, if it exists and has one.
     pub fn deadline(&self) -> Option<i64> {
-        // SAFETY: raw is an open key handle.
+        // Redis 8.6 reads the value without checking that there is one:
+        // asking about a missing key crashes the server.
+        if self.is_empty() {
+            return None;
+        }
+        // SAFETY: raw is an open key handle on an existing key.
         let deadline = unsafe { (self.api.get_abs_expire)(self.raw) };
         (deadline != raw::REDISMODULE_NO_EXPIRE as i64).then_some(deadline)
     }

@@ -75,6 +75,18 @@ struct Setup {
     replicate: Replicate,
 }
 
+impl Setup {
+    /// The TTL form without persistence on `server`.
+    fn plain(server: usize) -> Setup {
+        Setup {
+            server,
+            form: Form::Ttl,
+            persistence: Persistence::None,
+            replicate: Replicate::Set,
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Workload {
     Overwrite,
@@ -679,12 +691,7 @@ struct BigCall {
 }
 
 fn big_call(bench: &Bench, server: usize) -> BigCall {
-    let setup = Setup {
-        server,
-        form: Form::Ttl,
-        persistence: Persistence::None,
-        replicate: Replicate::Set,
-    };
+    let setup = Setup::plain(server);
     let mut running = bench.start(setup);
     let con = &mut running.con;
     let name = bench.module_name(setup);
@@ -747,12 +754,7 @@ fn big_call(bench: &Bench, server: usize) -> BigCall {
 /// The PHP experiment the project started from: 10,000 keys with a 10 s
 /// TTL, one client, each approach timed end to end.
 fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
-    let setup = Setup {
-        server: 0,
-        form: Form::Ttl,
-        persistence: Persistence::None,
-        replicate: Replicate::Set,
-    };
+    let setup = Setup::plain(0);
     let mut running = bench.start(setup);
     let con = &mut running.con;
     let name = bench.module_name(setup);
@@ -819,12 +821,7 @@ fn memory_per_key(bench: &Bench) -> Memory {
         1_000_000
     };
     const BATCH: usize = 1000;
-    let setup = Setup {
-        server: 0,
-        form: Form::Ttl,
-        persistence: Persistence::None,
-        replicate: Replicate::Set,
-    };
+    let setup = Setup::plain(0);
     let mut running = bench.start(setup);
     let con = &mut running.con;
     let name = bench.module_name(setup);

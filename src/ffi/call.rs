@@ -44,13 +44,8 @@ pub(super) unsafe extern "C" fn msetex_entry(
     argv: *mut *mut RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    let Some(api) = API.get() else {
+    let Some(call) = Ctx::of(ctx) else {
         return ERR;
-    };
-    let call = Ctx {
-        raw: ctx,
-        api,
-        _call: PhantomData,
     };
     let argc = usize::try_from(argc).unwrap_or(0);
     let args = || -> Vec<Arg<'_>> {
@@ -64,11 +59,11 @@ pub(super) unsafe extern "C" fn msetex_entry(
         raw_args.iter().map(|&ptr| call.arg(ptr)).collect()
     };
     // SAFETY: ctx is the context of this call.
-    if unsafe { (api.is_keys_position_request)(ctx) } != 0 {
+    if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
         // The server only wants to know where the keys are (cluster slot,
         // ACL and COMMAND GETKEYS checks): this context has no client.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            crate::command::declare_keys(&KeyPositions { raw: ctx, api }, &args())
+            crate::command::declare_keys(&KeyPositions { raw: ctx, api: call.api }, &args())
         }));
         return OK;
     }
@@ -98,13 +93,8 @@ pub(super) unsafe extern "C" fn changes_entry(
     argv: *mut *mut RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    let Some(api) = API.get() else {
+    let Some(call) = Ctx::of(ctx) else {
         return ERR;
-    };
-    let call = Ctx {
-        raw: ctx,
-        api,
-        _call: PhantomData,
     };
     if !COUNTER_ARMED.load(Ordering::Relaxed) || argc != 2 || argv.is_null() {
         return call.reply(Reply::Error(
@@ -116,7 +106,7 @@ pub(super) unsafe extern "C" fn changes_entry(
     let count = crate::parse::parse_i64(count.bytes()).unwrap_or(0);
     for _ in 0..count {
         // SAFETY: ctx is this call's context; always returns OK.
-        unsafe { (api.replicate_verbatim)(ctx) };
+        unsafe { (call.api.replicate_verbatim)(ctx) };
     }
     call.reply(Reply::Ok)
 }
@@ -231,6 +221,16 @@ pub struct ContextFlags {
 }
 
 impl<'call> Ctx<'call> {
+    /// The context of a command the server is calling back; `None` before
+    /// the module API was looked up (never, once loaded).
+    fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
+        API.get().map(|api| Ctx {
+            raw,
+            api,
+            _call: PhantomData,
+        })
+    }
+
     fn arg(&self, ptr: *mut RedisModuleString) -> Arg<'call> {
         let mut len = 0usize;
         // SAFETY: ptr is a live argv string; StringPtrLen only reads it and

@@ -63,7 +63,9 @@ for bin in "${servers[@]}"; do
         while read -r name; do
             failures_md+="- \`$name\`"$'\n'
         done < <(grep -E '^test .* \.\.\. FAILED$' "$log" | awk '{ print $2 }')
-        grep -E '^test .* \.\.\. FAILED$|panicked at' "$log" | head -n 20 | sed 's/^/   /'
+        # Each failure with the first lines of its message: CI shows only
+        # this output, so it has to say why.
+        grep -E -A4 'panicked at' "$log" | cut -c1-400 | head -n 60 | sed 's/^/   /'
     fi
 done
 elapsed=$(( $(date +%s) - started ))

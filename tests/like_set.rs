@@ -59,19 +59,7 @@ fn observe(
     let hits = stat(&mut con, "keyspace_hits") - hits;
     let misses = stat(&mut con, "keyspace_misses") - misses;
     q::<i64, _>(&mut con, &["PUBLISH", "__keyevent@0__:end", "marker"]);
-    let mut events = Vec::new();
-    loop {
-        let msg = pubsub.get_message().expect("events until the marker");
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_owned();
-        let key: String = msg.get_payload().expect("key");
-        if event == "end" && key == "marker" {
-            break;
-        }
-        events.push((event, key));
-    }
+    let events = keyevents_until(&mut pubsub, |event, key| event == "end" && key == "marker");
     Observed {
         events,
         hits,

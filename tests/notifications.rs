@@ -19,19 +19,7 @@ fn events_of(server: &Server, write: impl FnOnce(&mut Connection)) -> Vec<(Strin
     pubsub
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let mut events = Vec::new();
-    loop {
-        let msg = pubsub.get_message().expect("event before the marker");
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_owned();
-        let key: String = msg.get_payload().expect("key payload");
-        if key == "end-marker" {
-            return events;
-        }
-        events.push((event, key));
-    }
+    keyevents_until(&mut pubsub, |_, key| key == "end-marker")
 }
 
 /// KEA: every class of event (the `n` class is the test below).

@@ -58,8 +58,7 @@ fn encodings(con: &mut Connection, keys: &[&[u8]]) -> Vec<String> {
 #[test]
 fn replicas_end_identical_in_both_modes() {
     for mode in Replicate::BOTH {
-        let primary = mode.primary().start();
-        let replica = start_replica(&primary, mode.replica());
+        let (primary, replica) = mode.primary_and_replica();
         let mut p = primary.client();
         let mut r = replica.client();
         write_sample(&mut p, "500");
@@ -156,8 +155,7 @@ fn listeners(con: &mut Connection) -> String {
 #[test]
 fn a_replica_catches_up_by_partial_resync() {
     for mode in Replicate::BOTH {
-        let primary = mode.primary().start();
-        let replica = start_replica(&primary, mode.replica());
+        let (primary, replica) = mode.primary_and_replica();
         let mut p = primary.client();
         let mut r = replica.client();
         write_sample(&mut p, "500");
@@ -185,8 +183,7 @@ fn a_replica_catches_up_by_partial_resync() {
 #[test]
 fn a_call_that_writes_nothing_replicates_nothing() {
     for mode in Replicate::BOTH {
-        let primary = mode.primary().start();
-        let _replica = start_replica(&primary, mode.replica());
+        let (primary, _replica) = mode.primary_and_replica();
         let mut p = primary.client();
         q::<(), _>(&mut p, &["MSETEX", "100", "a", "1", "b", "2"]);
         wait_for_replicas(&mut p, 1);
@@ -258,8 +255,7 @@ fn each_key_counts_one_change_for_save_points() {
 #[test]
 fn transactions_and_scripts_replicate_whole() {
     for mode in Replicate::BOTH {
-        let primary = mode.primary().start();
-        let replica = start_replica(&primary, mode.replica());
+        let (primary, replica) = mode.primary_and_replica();
         let mut p = primary.client();
         let name = target().command_name();
         let mut pipe = redis::pipe();

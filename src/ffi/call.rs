@@ -63,7 +63,13 @@ pub(super) unsafe extern "C" fn msetex_entry(
         // The server only wants to know where the keys are (cluster slot,
         // ACL and COMMAND GETKEYS checks): this context has no client.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            crate::command::declare_keys(&KeyPositions { raw: ctx, api: call.api }, &args())
+            crate::command::declare_keys(
+                &KeyPositions {
+                    raw: ctx,
+                    api: call.api,
+                },
+                &args(),
+            )
         }));
         return OK;
     }
@@ -358,8 +364,14 @@ impl<'call> Ctx<'call> {
 
     /// Queues `SET key value <tail...>` for replicas and the AOF. The server
     /// wraps several of them from one call in MULTI/EXEC.
+    /// `tail` is what follows the value (`PXAT ms`, `KEEPTTL` or nothing):
+    /// at most two strings, passed without allocating (once per key).
     pub fn replicate_set(&self, key: Arg<'call>, value: Arg<'call>, tail: &[OwnedString]) -> bool {
-        let mut tail: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
+        let mut ptrs = [std::ptr::null_mut::<RedisModuleString>(); 2];
+        for (slot, string) in ptrs.iter_mut().zip(tail) {
+            *slot = string.ptr;
+        }
+        let len = tail.len().min(ptrs.len());
         // SAFETY: format "ssv" matches two live module strings and an array
         // of live module strings with its length; the server takes its own
         // references.
@@ -370,8 +382,8 @@ impl<'call> Ctx<'call> {
                 c"ssv".as_ptr(),
                 key.ptr,
                 value.ptr,
-                tail.as_mut_ptr(),
-                tail.len(),
+                ptrs.as_mut_ptr(),
+                len,
             )
         };
         status == OK

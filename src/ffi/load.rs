@@ -419,61 +419,60 @@ fn command_args(
 }
 
 fn key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
-    let access = raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE;
-    match spec {
+    let (begin, incomplete) = match spec {
         KeySpec::Range {
-            first,
+            first, incomplete, ..
+        } => (first, incomplete),
+        KeySpec::Keynum {
+            index, incomplete, ..
+        } => (index, incomplete),
+    };
+    let mut flags = raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE;
+    if incomplete {
+        flags |= raw::REDISMODULE_CMD_KEY_INCOMPLETE;
+    }
+    let (notes, find_keys_type, fk) = match spec {
+        KeySpec::Range {
             last,
             step,
             incomplete,
-        } => raw::RedisModuleCommandKeySpec {
-            notes: if incomplete {
+            ..
+        } => (
+            if incomplete {
                 c"Keys follow the options and the time; options move them.".as_ptr()
             } else {
                 c"Keys follow the time.".as_ptr()
             },
-            flags: u64::from(if incomplete {
-                access | raw::REDISMODULE_CMD_KEY_INCOMPLETE
-            } else {
-                access
-            }),
-            begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
-            bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
-                index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: first },
-            },
-            find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
-            fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+            raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
                 range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
                     lastkey: last,
                     keystep: step,
                     limit: 0,
                 },
             },
-        },
-        KeySpec::Keynum {
-            index,
-            step,
-            incomplete,
-        } => raw::RedisModuleCommandKeySpec {
-            notes: std::ptr::null(),
-            flags: u64::from(if incomplete {
-                access | raw::REDISMODULE_CMD_KEY_INCOMPLETE
-            } else {
-                access
-            }),
-            begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
-            bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
-                index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: index },
-            },
-            find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
-            fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+        ),
+        KeySpec::Keynum { step, .. } => (
+            std::ptr::null(),
+            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
+            raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
                 keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
                     keynumidx: 0,
                     firstkey: 1,
                     keystep: step,
                 },
             },
+        ),
+    };
+    raw::RedisModuleCommandKeySpec {
+        notes,
+        flags: u64::from(flags),
+        begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+        bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
+            index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: begin },
         },
+        find_keys_type,
+        fk,
     }
 }
 

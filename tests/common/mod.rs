@@ -218,6 +218,13 @@ impl Replicate {
         ServerConfig::default().replicate(self)
     }
 
+    /// A primary in this mode and a replica of it, in sync.
+    pub fn primary_and_replica(self) -> (Server, Server) {
+        let primary = self.primary().start();
+        let replica = start_replica(&primary, self.replica());
+        (primary, replica)
+    }
+
     /// What a replica of such a primary, or a server loading its AOF,
     /// needs: nothing in SET mode (a server without the module), the module
     /// loaded the same way in MSETEX mode.
@@ -503,30 +510,26 @@ pub fn err<A: AsRef<[u8]>>(con: &mut Connection, args: &[A]) -> String {
 /// A key's absolute expiry in unix milliseconds, as PEXPIRETIME reports it
 /// (-1: no TTL, -2: no such key).
 ///
-/// Redis 6.2 has no PEXPIRETIME; there the deadline is TIME + PTTL read in
-/// one script, which can land one millisecond off the stored instant, so on
-/// 6.2 (only) two deadlines compare equal within that millisecond.
-#[derive(Debug, Clone, Copy)]
+/// Redis 6.2 has no PEXPIRETIME; there [`deadline_of`] reads it exactly with
+/// [`DEADLINE_SCRIPT`], so deadlines compare exactly on every server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadline(pub i64);
 
-impl PartialEq for Deadline {
-    fn eq(&self, other: &Deadline) -> bool {
-        let tolerance = if target().is_7_0_or_later() { 0 } else { 1 };
-        if self.0 < 0 || other.0 < 0 {
-            return self.0 == other.0;
-        }
-        (self.0 - other.0).abs() <= tolerance
-    }
-}
-
-impl Eq for Deadline {}
-
 /// Lua for servers without PEXPIRETIME: the same -1 / -2 answers, otherwise
-/// now + PTTL in milliseconds.
-const DEADLINE_SCRIPT: &str = "local pttl = redis.call('PTTL', KEYS[1])\n\
-    if pttl < 0 then return pttl end\n\
-    local t = redis.call('TIME')\n\
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + pttl";
+/// the deadline. PTTL is the deadline minus the live clock at the call, so
+/// it is read between two TIMEs and trusted only when both fall in the same
+/// millisecond: then that millisecond plus PTTL is the stored deadline, not
+/// an estimate one millisecond off (a busy machine can stretch the gap).
+const DEADLINE_SCRIPT: &str = "local function ms(t)\n\
+        return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n\
+    end\n\
+    for _ = 1, 1000 do\n\
+        local before = ms(redis.call('TIME'))\n\
+        local pttl = redis.call('PTTL', KEYS[1])\n\
+        if pttl < 0 then return pttl end\n\
+        if ms(redis.call('TIME')) == before then return before + pttl end\n\
+    end\n\
+    return redis.error_reply('the clock moved during every PTTL')";
 
 /// The absolute expiry of `key` (see [`Deadline`]).
 pub fn deadline_of<K: AsRef<[u8]>>(con: &mut Connection, key: K) -> Deadline {
@@ -1068,5 +1071,27 @@ impl Lcg {
     /// [`Lcg::next`] for indexes.
     pub fn below(&mut self, n: usize) -> usize {
         self.next(n as u64) as usize
+    }
+}
+
+/// Keyevent notifications (`__keyevent@0__:<event>` with the key as the
+/// message) from `pubsub`, in order, until `is_end(event, key)`: the caller's
+/// marker, which tells that every earlier event has been delivered.
+pub fn keyevents_until(
+    pubsub: &mut redis::PubSub<'_>,
+    is_end: impl Fn(&str, &str) -> bool,
+) -> Vec<(String, String)> {
+    let mut events = Vec::new();
+    loop {
+        let msg = pubsub.get_message().expect("events until the marker");
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_owned();
+        let key: String = msg.get_payload().expect("key");
+        if is_end(&event, &key) {
+            return events;
+        }
+        events.push((event, key));
     }
 }

@@ -48,6 +48,76 @@ const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
      for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ttl) end\n\
      return redis.status_reply('OK')";
 
+/// Where the processes run. Unpinned on this 2-core machine, the server's
+/// time per call depended on where the scheduler put it and the client: the
+/// same row differed by 1.5x from one run to the next. Pinned, the server
+/// under test has a CPU to itself, and the client and the replica share the
+/// other one.
+enum Pinning {
+    /// The primary's CPU, then the one of everything else (for taskset).
+    Cpus {
+        server: &'static str,
+        others: &'static str,
+    },
+    /// Why not: one CPU, or no taskset.
+    Off(String),
+}
+
+impl Pinning {
+    fn detect() -> Pinning {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 2 {
+            return Pinning::Off(format!("{cpus} CPU"));
+        }
+        match Command::new("taskset").args(["-c", "0", "true"]).status() {
+            Ok(status) if status.success() => Pinning::Cpus {
+                server: "1",
+                others: "0",
+            },
+            _ => Pinning::Off("taskset could not run".into()),
+        }
+    }
+
+    /// Moves a running server, every thread of it, to a CPU.
+    fn move_server(&self, con: &mut Connection, primary: bool) {
+        let Pinning::Cpus { server, others } = self else {
+            return;
+        };
+        let cpu = if primary { server } else { others };
+        let pid = info_field(con, "server", "process_id").unwrap_or_default();
+        let moved = Command::new("taskset")
+            .args(["-a", "-p", "-c", cpu, &pid])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            moved,
+            "taskset could not move server process {pid} to CPU {cpu}"
+        );
+    }
+
+    /// The client command, on the CPU that is not the server's.
+    fn client(&self, program: &str) -> Command {
+        match self {
+            Pinning::Cpus { others, .. } => {
+                let mut command = Command::new("taskset");
+                command.args(["-c", others, program]);
+                command
+            }
+            Pinning::Off(_) => Command::new(program),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Pinning::Cpus { server, others } => format!(
+                "taskset: the server under test on CPU {server}, redis-benchmark and any replica on CPU {others}"
+            ),
+            Pinning::Off(why) => format!("none ({why})"),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // What is measured
 
@@ -337,6 +407,7 @@ fn minutes(seconds: u64) -> String {
 struct Bench {
     options: Options,
     servers: &'static [Target],
+    pinning: Pinning,
     samples: BTreeMap<(Row, Variant), Vec<Sample>>,
     failures: Vec<String>,
     progress: Progress,
@@ -387,14 +458,17 @@ impl Bench {
             _ => config,
         };
         let primary = config.clone().start();
+        let mut con = primary.client();
+        self.pinning.move_server(&mut con, true);
         let replica = (setup.persistence == Persistence::Replica).then(|| {
             let replica_config = match setup.replicate {
                 Replicate::Set => ServerConfig::without_module().binary(server),
                 Replicate::Msetex => config,
             };
-            start_replica(&primary, replica_config)
+            let replica = start_replica(&primary, replica_config);
+            self.pinning.move_server(&mut replica.client(), false);
+            replica
         });
-        let mut con = primary.client();
         let lua_sha: String = q(&mut con, &["SCRIPT", "LOAD", LUA_LOOP]);
         Running {
             has_replica: replica.is_some(),
@@ -587,7 +661,9 @@ impl Bench {
             Workload::Overwrite => OVERWRITE_KEYSPACE as u64,
             Workload::Fresh => FRESH_KEYSPACE,
         };
-        let output = Command::new("redis-benchmark")
+        let output = self
+            .pinning
+            .client("redis-benchmark")
             .args(["-h", "127.0.0.1", "-p", &running.server.port().to_string()])
             .args(["-c", &CLIENTS.to_string(), "-n", &requests.to_string()])
             .args([
@@ -890,6 +966,7 @@ fn main() {
     let mut bench = Bench {
         options,
         servers,
+        pinning: Pinning::detect(),
         samples: BTreeMap::new(),
         failures: Vec::new(),
         progress: Progress {
@@ -1224,8 +1301,8 @@ impl Report {
              server. Server time per key is INFO commandstats `usec_per_call` divided by the \
              keys per call (SETEX: pipelined with `-P` equal to the batch). Figures are \
              medians over rounds; each ratio is the median of the ratios measured within a \
-             round. TTL {TTL} s everywhere. A replica runs on the same machine (2 cores: it \
-             competes with the primary and the client for CPU).",
+             round. TTL {TTL} s everywhere. A replica runs on the same machine, on the \
+             client's CPU when pinned (see CPU pinning).",
             bench.options.keys_per_run, bench.options.rounds
         );
         let _ = writeln!(
@@ -1587,6 +1664,7 @@ fn machine(bench: &Bench) -> Vec<(&'static str, String)> {
                 .join(", "),
         ),
         ("client", format!("{benchmark}, on the same machine")),
+        ("CPU pinning", bench.pinning.describe()),
         ("module", format!("commit {commit}")),
         (
             "duration",

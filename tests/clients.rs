@@ -61,14 +61,9 @@ fn run_example(name: &str, server: &Server) -> String {
     stdout
 }
 
-#[test]
-fn the_typed_client_example_runs_on_the_numkeys_form() {
-    // Under its default name, which is the server's own MSETEX where there
-    // is one: the same loadmodule line serves the example everywhere.
-    let server = ServerConfig::default()
-        .module_args(&["SYNTAX", "NUMKEYS"])
-        .start();
-    let stdout = run_example("typed_client", &server);
+/// What both client examples print and leave: the session with its value,
+/// the lock with a TTL of at most 10 s. Returns a connection to look further.
+fn assert_the_examples_writes(server: &Server, stdout: &str) -> Connection {
     assert_eq!(
         stdout.trim(),
         "session stored for 1800 s; lock acquired: true"
@@ -78,6 +73,18 @@ fn the_typed_client_example_runs_on_the_numkeys_form() {
     assert_eq!(session, r#"{"user":42}"#);
     let pttl: i64 = q(&mut con, &["PTTL", "lock:{order:7}:payment"]);
     assert!((1..=10_000).contains(&pttl), "{pttl}");
+    con
+}
+
+#[test]
+fn the_typed_client_example_runs_on_the_numkeys_form() {
+    // Under its default name, which is the server's own MSETEX where there
+    // is one: the same loadmodule line serves the example everywhere.
+    let server = ServerConfig::default()
+        .module_args(&["SYNTAX", "NUMKEYS"])
+        .start();
+    let stdout = run_example("typed_client", &server);
+    let mut con = assert_the_examples_writes(&server, &stdout);
     assert_eq!(
         q::<i64, _>(&mut con, &["DBSIZE"]),
         4,
@@ -95,13 +102,5 @@ fn the_redis_rs_example_runs() {
     }
     let server = Server::start();
     let stdout = run_example("redis_rs", &server);
-    assert_eq!(
-        stdout.trim(),
-        "session stored for 1800 s; lock acquired: true"
-    );
-    let mut con = server.client();
-    let session: String = q(&mut con, &["GET", "session:8f2a"]);
-    assert_eq!(session, r#"{"user":42}"#);
-    let pttl: i64 = q(&mut con, &["PTTL", "lock:{order:7}:payment"]);
-    assert!((1..=10_000).contains(&pttl), "{pttl}");
+    assert_the_examples_writes(&server, &stdout);
 }

@@ -368,10 +368,13 @@ impl<'call> Ctx<'call> {
     /// at most two strings, passed without allocating (once per key).
     pub fn replicate_set(&self, key: Arg<'call>, value: Arg<'call>, tail: &[OwnedString]) -> bool {
         let mut ptrs = [std::ptr::null_mut::<RedisModuleString>(); 2];
+        if tail.len() > ptrs.len() {
+            return false; // never cut a command short on the wire
+        }
         for (slot, string) in ptrs.iter_mut().zip(tail) {
             *slot = string.ptr;
         }
-        let len = tail.len().min(ptrs.len());
+        let len = tail.len();
         // SAFETY: format "ssv" matches two live module strings and an array
         // of live module strings with its length; the server takes its own
         // references.

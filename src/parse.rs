@@ -127,10 +127,10 @@ const MIN_ARGC: usize = 4;
 
 /// What the TTL form's leading options say, and where its time and keys are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct TtlLayout {
+struct TtlLayout<'a> {
     condition: Condition,
     unit: TimeUnit,
-    time_index: usize,
+    time: &'a [u8],
     first_key: usize,
 }
 
@@ -141,10 +141,7 @@ fn parse_ttl<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseEr
         return Err(ParseError::NumkeysShape);
     }
     let layout = ttl_layout(argv)?;
-    let time = argv
-        .get(layout.time_index)
-        .and_then(|arg| parse_i64(arg.as_ref()))
-        .ok_or(ParseError::NotAnInteger)?;
+    let time = parse_i64(layout.time).ok_or(ParseError::NotAnInteger)?;
     Ok(Request {
         pairs: layout.first_key..argv.len(),
         condition: layout.condition,
@@ -157,36 +154,134 @@ fn parse_ttl<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseEr
 }
 
 /// Options (at most one of each group, any order), then time, then at
-/// least one whole pair.
-fn ttl_layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout, ParseError> {
+/// least one whole pair; or the same options and time packed into argv[1]
+/// (see [`pack_ttl_options`]).
+fn ttl_layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     if argv.len() < MIN_ARGC {
         return Err(ParseError::WrongArity);
     }
+    let (options, time, first_key) = match argv.get(1).and_then(|arg| unpack(arg.as_ref())) {
+        Some((words, time)) => (
+            read_options(words.split(|b| *b == b' ').map(Keyword::parse)),
+            Some(time),
+            2,
+        ),
+        None => {
+            // The options end at the first argument that is none (KEEPTTL
+            // is no option of the TTL form: it is where the time goes).
+            let count = argv
+                .iter()
+                .skip(1)
+                .take_while(|arg| is_ttl_option(arg.as_ref()))
+                .count();
+            let words = argv.iter().skip(1).take(count);
+            (
+                read_options(words.map(|arg| Keyword::parse(arg.as_ref()))),
+                argv.get(1 + count).map(AsRef::as_ref),
+                2 + count,
+            )
+        }
+    };
+    let (condition, unit) = options?;
+    let pairs = argv.len().saturating_sub(first_key);
+    let Some(time) = time.filter(|_| pairs >= 2 && pairs.is_multiple_of(2)) else {
+        return Err(ParseError::WrongArity);
+    };
+    Ok(TtlLayout {
+        condition,
+        unit,
+        time,
+        first_key,
+    })
+}
+
+/// The TTL form's options: at most one condition and one unit; anything
+/// else (a repeated group, a word that is no such option) is a syntax error.
+fn read_options(
+    keywords: impl Iterator<Item = Option<Keyword>>,
+) -> Result<(Condition, TimeUnit), ParseError> {
     let mut condition = None;
     let mut unit = None;
-    let mut index = 1;
-    while let Some(keyword) = argv.get(index).and_then(|arg| Keyword::parse(arg.as_ref())) {
+    for keyword in keywords {
         let slot_taken = match keyword {
-            Keyword::Condition(c) => condition.replace(c).is_some(),
-            Keyword::Unit(u) => unit.replace(u).is_some(),
-            // KEEPTTL is no option of the TTL form: it is where time goes.
-            Keyword::KeepTtl => break,
+            Some(Keyword::Condition(c)) => condition.replace(c).is_some(),
+            Some(Keyword::Unit(u)) => unit.replace(u).is_some(),
+            Some(Keyword::KeepTtl) | None => true,
         };
         if slot_taken {
             return Err(ParseError::Syntax);
         }
-        index += 1;
     }
-    let rest = argv.len() - index;
-    if rest < 3 || !(rest - 1).is_multiple_of(2) {
-        return Err(ParseError::WrongArity);
+    Ok((
+        condition.unwrap_or(Condition::Always),
+        unit.unwrap_or(TimeUnit::Seconds),
+    ))
+}
+
+/// True for NX, XX, EX, PX, EXAT and PXAT: the options before the time.
+fn is_ttl_option(arg: &[u8]) -> bool {
+    matches!(
+        Keyword::parse(arg),
+        Some(Keyword::Condition(_) | Keyword::Unit(_))
+    )
+}
+
+// ---------------------------------------------------------------------------
+// SYNTAX TTL, options packed into one argument
+
+/// The first byte of a packed options argument; no time starts with it.
+const PACKED: u8 = 0;
+/// At most this many options are packed: two are valid, a third always
+/// repeats one (a syntax error), so the rest cannot change the answer.
+const MOST_PACKED: usize = 3;
+
+/// Packs the TTL form's leading options and its time into one argument, so
+/// that the keys follow at 2, 4, ... as the command's key specification
+/// says: the call as the server must see it where it reads keys from key
+/// specifications only (see `keys_declared`). Returns the packed argument
+/// and how many arguments from argv[1] on it replaces; `None` when the call
+/// has no leading option (nothing to pack) or no argument after them.
+///
+/// The packed form is `PACKED`, the number of options, the options and the
+/// time separated by spaces: `"\0\x02NX PX 60000"` for `NX PX 60000`. The
+/// time is the rest of the argument, verbatim.
+pub fn pack_ttl_options<A: AsRef<[u8]>>(argv: &[A]) -> Option<(Vec<u8>, usize)> {
+    let count = argv
+        .iter()
+        .skip(1)
+        .take_while(|arg| is_ttl_option(arg.as_ref()))
+        .take(MOST_PACKED)
+        .count();
+    let time = argv.get(1 + count)?;
+    if count == 0 {
+        return None;
     }
-    Ok(TtlLayout {
-        condition: condition.unwrap_or(Condition::Always),
-        unit: unit.unwrap_or(TimeUnit::Seconds),
-        time_index: index,
-        first_key: index + 1,
-    })
+    let mut packed = vec![PACKED, count as u8];
+    for option in argv.get(1..1 + count)? {
+        packed.extend_from_slice(option.as_ref());
+        packed.push(b' ');
+    }
+    packed.extend_from_slice(time.as_ref());
+    Some((packed, count + 1))
+}
+
+/// The options (separated by spaces) and the time of a packed argument, if
+/// `arg` is one.
+fn unpack(arg: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&count, rest) = arg.strip_prefix(&[PACKED])?.split_first()?;
+    let count = usize::from(count);
+    if !(1..=MOST_PACKED).contains(&count) {
+        return None;
+    }
+    // The options are keywords, without spaces: the time is what follows
+    // the `count`th space.
+    let end = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b' ')
+        .nth(count - 1)?
+        .0;
+    Some((rest.get(..end)?, rest.get(end + 1..)?))
 }
 
 /// True when the call reads as the NUMKEYS form *with at least one option*:
@@ -299,6 +394,41 @@ fn numkeys_options<A: AsRef<[u8]>>(argv: &[A], from: usize) -> Result<NumkeysOpt
         index += 1;
     }
     Ok(options)
+}
+
+// ---------------------------------------------------------------------------
+// The module's own replication command
+
+/// The first argument of `<name>.apply` for [`Expiry::Keep`].
+pub const APPLY_KEEP: &[u8] = b"KEEPTTL";
+/// The first argument of `<name>.apply` for [`Expiry::Persist`].
+pub const APPLY_PERSIST: &[u8] = b"PERSIST";
+
+/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
+/// one call as `REPLICATE MSETEX` sends it to replicas, the AOF and a slot
+/// migration's stream, already decided (no NX/XX) and with its absolute
+/// deadline in unix milliseconds. The keys are at 2, 4, ..., where the
+/// command's key specification says, so every server finds them exactly.
+pub fn parse_apply<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
+    if argv.len() < MIN_ARGC || !argv.len().is_multiple_of(2) {
+        return Err(ParseError::WrongArity);
+    }
+    let expiry = match argv.get(1).map(AsRef::as_ref) {
+        Some(word) if word.eq_ignore_ascii_case(APPLY_KEEP) => Expiry::Keep,
+        Some(word) if word.eq_ignore_ascii_case(APPLY_PERSIST) => Expiry::Persist,
+        Some(time) => match parse_i64(time) {
+            Some(deadline) if deadline > 0 => Expiry::At(deadline),
+            Some(_) => return Err(ParseError::InvalidExpireTime),
+            None => return Err(ParseError::NotAnInteger),
+        },
+        None => return Err(ParseError::WrongArity),
+    };
+    Ok(Request {
+        pairs: 2..argv.len(),
+        condition: Condition::Always,
+        expiry,
+        ack: Ack::Ok,
+    })
 }
 
 // ---------------------------------------------------------------------------

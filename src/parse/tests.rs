@@ -248,6 +248,78 @@ fn ttl_pair_range_follows_the_options() {
     assert_eq!(pair_range(Syntax::Ttl, &["MSETEX", "1", "k"]), None);
 }
 
+#[test]
+fn ttl_options_pack_into_one_argument_before_the_keys() {
+    let argv = ["MSETEX", "NX", "PX", "60000", "k", "v"];
+    let (packed, replaced) = pack_ttl_options(&argv).unwrap();
+    assert_eq!(packed, b"\x00\x02NX PX 60000");
+    assert_eq!(replaced, 3);
+    let packed_argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(
+        parse(Syntax::Ttl, &packed_argv, NOW),
+        Ok(request(
+            2..4,
+            Condition::NoneExist,
+            Expiry::In(60_000),
+            Ack::One
+        ))
+    );
+    assert_eq!(pair_range(Syntax::Ttl, &packed_argv), Some(2..4));
+    // Nothing to pack: no option, or no time after the options.
+    assert_eq!(pack_ttl_options(&["MSETEX", "60", "k", "v"]), None);
+    assert_eq!(pack_ttl_options(&["MSETEX", "NX", "PX"]), None);
+    assert_eq!(
+        pack_ttl_options(&["MSETEX", "KEEPTTL", "5", "k", "v"]),
+        None
+    );
+    // The time is the rest of the argument, verbatim, even with spaces.
+    let (packed, _) = pack_ttl_options(&["MSETEX", "EX", "NX 5", "k", "v"]).unwrap();
+    let packed_argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(
+        parse(Syntax::Ttl, &packed_argv, NOW),
+        Err(ParseError::NotAnInteger)
+    );
+}
+
+#[test]
+fn apply_takes_a_deadline_keepttl_or_persist() {
+    let apply = |items: &[&str]| parse_apply(items);
+    let at = |deadline| {
+        Ok(request(
+            2..6,
+            Condition::Always,
+            Expiry::At(deadline),
+            Ack::Ok,
+        ))
+    };
+    assert_eq!(
+        apply(&["m.apply", "1800000000123", "a", "1", "b", "2"]),
+        at(1_800_000_000_123)
+    );
+    for (word, expiry) in [("KEEPTTL", Expiry::Keep), ("persist", Expiry::Persist)] {
+        assert_eq!(
+            apply(&["m.apply", word, "a", "1"]),
+            Ok(request(2..4, Condition::Always, expiry, Ack::Ok))
+        );
+    }
+    assert_eq!(
+        apply(&["m.apply", "0", "a", "1"]),
+        Err(ParseError::InvalidExpireTime)
+    );
+    assert_eq!(
+        apply(&["m.apply", "x", "a", "1"]),
+        Err(ParseError::NotAnInteger)
+    );
+    for short in [
+        &["m.apply"][..],
+        &["m.apply", "5"],
+        &["m.apply", "5", "a"],
+        &["m.apply", "5", "a", "1", "b"],
+    ] {
+        assert_eq!(apply(short), Err(ParseError::WrongArity), "{short:?}");
+    }
+}
+
 // --- SYNTAX NUMKEYS ---------------------------------------------------------
 
 #[test]
@@ -462,6 +534,13 @@ fn model_numkeys(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
 /// The TTL grammar: first the NUMKEYS shape (the NUMKEYS model succeeds,
 /// or fails only on its time, with at least one option), then the TTL form.
 fn model_ttl(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
+    if let Some(packed) = argv
+        .get(1)
+        .filter(|_| argv.len() >= 4)
+        .and_then(|a| model_unpack(a))
+    {
+        return model_ttl_packed(argv, packed, now);
+    }
     if argv.len() >= 4 {
         let numkeys_reading = model_numkeys(argv, now);
         let has_options = model_i64(&argv[1])
@@ -504,6 +583,50 @@ fn model_ttl(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
     Ok(request(time_index + 1..argv.len(), condition, expiry, ack))
 }
 
+/// A packed options argument: 0, n (1 to 3), then n option words and the
+/// time, separated by spaces (the time may hold spaces itself).
+fn model_unpack(arg: &[u8]) -> Option<(Vec<String>, Vec<u8>)> {
+    if arg.len() < 2 || arg[0] != 0 || !(1..=3).contains(&arg[1]) {
+        return None;
+    }
+    let n = arg[1] as usize;
+    let mut parts = arg[2..].splitn(n + 1, |b| *b == b' ');
+    let words: Vec<String> = (0..n)
+        .map(|_| {
+            parts
+                .next()
+                .map(|w| String::from_utf8_lossy(w).to_uppercase())
+        })
+        .collect::<Option<_>>()?;
+    let time = parts.next()?.to_vec();
+    Some((words, time))
+}
+
+fn model_ttl_packed(
+    argv: &[Vec<u8>],
+    (words, time): (Vec<String>, Vec<u8>),
+    now: i64,
+) -> Result<Request, ParseError> {
+    let conditions: Vec<&String> = words.iter().filter(|w| *w == "NX" || *w == "XX").collect();
+    let units: Vec<&String> = words
+        .iter()
+        .filter(|w| ["EX", "PX", "EXAT", "PXAT"].contains(&w.as_str()))
+        .collect();
+    if conditions.len() + units.len() != words.len() || conditions.len() > 1 || units.len() > 1 {
+        return Err(ParseError::Syntax);
+    }
+    if !argv.len().is_multiple_of(2) {
+        return Err(ParseError::WrongArity);
+    }
+    let expiry = model_expiry(units.first().map_or("EX", |w| w.as_str()), &time, now)?;
+    let (condition, ack) = match conditions.first().map(|w| w.as_str()) {
+        Some("NX") => (Condition::NoneExist, Ack::One),
+        Some("XX") => (Condition::AllExist, Ack::One),
+        _ => (Condition::Always, Ack::Ok),
+    };
+    Ok(request(2..argv.len(), condition, expiry, ack))
+}
+
 /// Arguments that mix random bytes, integer-looking text, real integers
 /// and option keywords in any case.
 fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -514,6 +637,12 @@ fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
         (1i64..=4_000_000_000_000).prop_map(|n| n.to_string().into_bytes()),
         (1i64..=4).prop_map(|n| n.to_string().into_bytes()),
         "(?i)(nx|xx|ex|px|exat|pxat|keepttl)".prop_map(String::into_bytes),
+        // Packed options, valid or not, as the command filter writes them.
+        (
+            1u8..=3,
+            "(?i)((nx|xx|ex|px|exat|pxat|keepttl|x) ){0,4}[-0-9 ]{0,6}"
+        )
+            .prop_map(|(n, text)| [vec![0, n], text.into_bytes()].concat()),
     ]
 }
 
@@ -571,6 +700,39 @@ proptest! {
         argv.extend(tail);
         if let Ok(request) = parse(syntax, &views(&argv), NOW) {
             prop_assert_eq!(pair_range(syntax, &views(&argv)), Some(request.pairs));
+        }
+    }
+
+    /// Packing the options (what the command filter does where keys are
+    /// read from key specifications only) changes nothing the parser
+    /// decides: the same reply or error, the same pairs. A packed call too
+    /// short for the server's arity check is refused by the server with the
+    /// same `wrong number of arguments`; the original was an error too.
+    #[test]
+    fn packing_the_options_changes_nothing(
+        tail in proptest::collection::vec(arg_strategy(), 0..10),
+        now in 0i64..=i64::MAX,
+    ) {
+        let mut argv = vec![b"MSETEX".to_vec()];
+        argv.extend(tail);
+        let original = parse(Syntax::Ttl, &views(&argv), now);
+        if let Some((packed, replaced)) = pack_ttl_options(&views(&argv)) {
+            let mut packed_argv = vec![argv[0].clone(), packed];
+            packed_argv.extend(argv[1 + replaced..].iter().cloned());
+            if packed_argv.len() < 4 {
+                prop_assert!(original.is_err(), "{:?}", original);
+            } else {
+                let repacked = parse(Syntax::Ttl, &views(&packed_argv), now);
+                let pairs = |argv: &[Vec<u8>], r: &Request| argv[r.pairs.clone()].to_vec();
+                match (&original, &repacked) {
+                    (Ok(a), Ok(b)) => {
+                        prop_assert_eq!((a.condition, a.expiry, a.ack), (b.condition, b.expiry, b.ack));
+                        prop_assert_eq!(pairs(&argv, a), pairs(&packed_argv, b));
+                        prop_assert_eq!(pair_range(Syntax::Ttl, &views(&packed_argv)), Some(b.pairs.clone()));
+                    }
+                    _ => prop_assert_eq!(original, repacked),
+                }
+            }
         }
     }
 

@@ -12,17 +12,27 @@ use crate::config::{self, AclCheck, KeysDeclared, Module};
 use crate::ffi::{Arg, ContextFlags, Ctx, KeyPositions, Reply, Touch};
 use crate::parse::{self, Ack, Condition, ParseError, Request, Syntax};
 use crate::propagation::{PerCallCommand, Wire};
-use crate::server::Product;
-use crate::{stats, write};
+use crate::server::{Product, TtlOptions};
+use crate::{propagation, stats, write};
 
 /// `MSETEX ...` in the syntax the module was loaded with.
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
+    answer(ctx, args, |module, args| run(ctx, module, args))
+}
+
+/// Runs `handler` for one call: counts it, and turns a refusal into the
+/// error reply the server would give.
+fn answer<'c>(
+    ctx: &Ctx<'c>,
+    args: &[Arg<'c>],
+    handler: impl FnOnce(&Module, &[Arg<'c>]) -> Result<Reply, Refusal>,
+) -> Reply {
     stats::record_call();
     let Some(module) = config::get() else {
         stats::record_error();
         return Reply::Error(c"ERR msetex is not loaded".to_owned());
     };
-    match run(ctx, module, args) {
+    match handler(module, args) {
         Ok(reply) => reply,
         Err(refusal) => {
             stats::record_error();
@@ -74,6 +84,37 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Refusa
     if !condition_holds(ctx, pairs, request.condition, touch) {
         return Ok(Reply::Integer(0));
     }
+    write(ctx, module, pairs, &request, flags)
+}
+
+/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: a call as
+/// REPLICATE MSETEX replicated it, applied on a replica, while the AOF
+/// loads, or on the node a slot migrates to. Clients cannot call it: they
+/// call MSETEX (the call is refused, nothing written).
+pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
+    answer(ctx, args, |module, args| {
+        let flags = ctx.flags();
+        if !flags.replicated && !flags.loading {
+            return Err(Refusal::Text(format!(
+                "ERR {}.apply only applies what MSETEX replicated (on replicas, while the AOF \
+                 loads, on the node a slot migrates to): call {}",
+                module.name, module.name
+            )));
+        }
+        let request = parse::parse_apply(args)?;
+        let pairs = args.get(request.pairs.clone()).unwrap_or_default();
+        write(ctx, module, pairs, &request, flags)
+    })
+}
+
+/// Writes a validated call: every check that can refuse it has passed.
+fn write(
+    ctx: &Ctx<'_>,
+    module: &Module,
+    pairs: &[Arg<'_>],
+    request: &Request,
+    flags: ContextFlags,
+) -> Result<Reply, Refusal> {
     let mut wire = Wire::new(ctx, module.replicate, flags.aof);
     let deletes = write::deletes_past_keys(
         &module.profile,
@@ -93,8 +134,8 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Refusa
             &mut wire,
         )?;
         wire.finish(&PerCallCommand {
-            name: &module.name_c,
-            syntax: module.syntax,
+            name: module.per_call_name(),
+            form: module.per_call,
             pairs,
         })?;
         stats::record_keys(written);
@@ -176,6 +217,98 @@ pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
             positions.key_at(index);
         }
     }
+}
+
+/// What the command filter sees in a command's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    Other,
+    /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
+    ReplicationHandshake,
+    /// MSETEX, or COMMAND (which may ask for MSETEX's keys), where the TTL
+    /// form's options must be packed before the server reads keys.
+    Msetex,
+}
+
+/// Classifies a command by its name, for the command filter (which runs
+/// before every command: a few comparisons).
+pub fn seen(name: &[u8]) -> Seen {
+    if propagation::is_replication_handshake(name) {
+        return Seen::ReplicationHandshake;
+    }
+    match config::get() {
+        Some(module)
+            if module.packs_options()
+                && (name.eq_ignore_ascii_case(module.name.as_bytes())
+                    || name.eq_ignore_ascii_case(b"COMMAND")) =>
+        {
+            Seen::Msetex
+        }
+        _ => Seen::Other,
+    }
+}
+
+/// Where the server reads a command's keys from its key specification
+/// only (see [`KeysDeclared::BySpecs`]), the TTL form's options would be
+/// read as keys. The filter rewrites such a call before the server reads
+/// them (see [`TtlOptions`]): it packs the options into one argument, so
+/// that the keys are at 2, 4, ... as the specification says and the
+/// server's slot checks, redirections, ACL key rules and `COMMAND GETKEYS`
+/// see the real keys; or, where routing would not see the packed call
+/// (Redis in cluster mode), it turns the call into `<name>.unroutable`,
+/// which has no keys, is not routed, and refuses it.
+pub fn rewrite(args: &[&[u8]]) -> Option<Rewrite> {
+    let module = config::get()?;
+    let is_msetex = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes());
+    // `COMMAND GETKEYS[ANDFLAGS] msetex ...` asks about the call after it
+    // (and is never routed: packing always answers it right).
+    let (call, routed) = match args {
+        [first, ..] if is_msetex(first) => (args, true),
+        [_, sub, rest @ ..]
+            if rest.first().is_some_and(is_msetex)
+                && (sub.eq_ignore_ascii_case(b"GETKEYS")
+                    || sub.eq_ignore_ascii_case(b"GETKEYSANDFLAGS")) =>
+        {
+            (rest, false)
+        }
+        _ => return None,
+    };
+    let (packed, replaced) = parse::pack_ttl_options(call)?;
+    match (module.profile.ttl_options, &module.unroutable_c) {
+        (TtlOptions::Refused, Some(unroutable)) if routed => Some(Rewrite {
+            at: 0,
+            replacement: unroutable.as_bytes().to_vec(),
+            replaced: 1,
+        }),
+        _ => Some(Rewrite {
+            at: args.len() - call.len() + 1,
+            replacement: packed,
+            replaced,
+        }),
+    }
+}
+
+/// How the filter rewrites a call: the `replaced` arguments from `at` on
+/// become the one argument `replacement`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    pub at: usize,
+    pub replacement: Vec<u8>,
+    pub replaced: usize,
+}
+
+/// `<name>.unroutable ...`: a TTL-form call with options on a server that
+/// would route it by misread keys (see [`TtlOptions::Refused`]), refused
+/// with nothing written.
+pub fn unroutable(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
+    answer(ctx, args, |module, _| {
+        Err(Refusal::Text(format!(
+            "ERR {name} options cannot be routed on this server: in cluster mode with \
+             io-threads > 1 it reads a command's keys before this module can tell where the \
+             options put them; send '{name} seconds key value ...', or set io-threads 1",
+            name = module.name
+        )))
+    })
 }
 
 /// NX / XX: checks every key before anything is written. Keys are looked

@@ -102,6 +102,25 @@ pub fn docs(syntax: Syntax, by_specs: bool, keynum_steps: bool) -> Docs {
     }
 }
 
+/// The docs of `<name>.apply`, the form in which REPLICATE MSETEX replicates
+/// a call: its keys at 2, 4, ..., exactly, without a getkeys callback.
+pub fn apply_docs() -> Docs {
+    Docs {
+        summary: c"Applies an MSETEX call as REPLICATE MSETEX replicated it (replicas, the AOF, \
+                   slot migration); not for clients.",
+        complexity: c"O(N) where N is the number of keys to set.",
+        since: c"2.1.0",
+        args: APPLY_ARGS,
+        key_spec: KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete: false,
+        },
+        legacy_keys: (2, -1, 2),
+    }
+}
+
 const fn token(name: &'static CStr, token: &'static CStr) -> Arg {
     Arg {
         name,
@@ -173,6 +192,23 @@ const TTL_ARGS: &[Arg] = &[
         ],
     },
     plain(c"time", ArgKind::Integer),
+    DATA,
+];
+
+/// `<unix-time-milliseconds | KEEPTTL | PERSIST> key value [key value ...]`
+const APPLY_ARGS: &[Arg] = &[
+    Arg {
+        name: c"expiration",
+        kind: ArgKind::OneOf,
+        token: None,
+        optional: false,
+        multiple: false,
+        subargs: &[
+            plain(c"unix-time-milliseconds", ArgKind::UnixTime),
+            token(c"keepttl", c"KEEPTTL"),
+            token(c"persist", c"PERSIST"),
+        ],
+    },
     DATA,
 ];
 

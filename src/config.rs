@@ -5,7 +5,8 @@ use std::sync::RwLock;
 
 use crate::load_args::Replicate;
 use crate::parse::Syntax;
-use crate::server::Profile;
+use crate::propagation::PerCallForm;
+use crate::server::{Profile, TtlOptions};
 
 /// How the server learns where a call's keys are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,14 @@ pub struct Module {
     pub cluster: bool,
     /// The changes counter (`<name>.changes`, REPLICATE MSETEX only).
     pub counter_c: Option<CString>,
+    /// `<name>.apply`: how REPLICATE MSETEX replicates a call (registered
+    /// whatever the mode, so that replicas and AOF loading apply it).
+    pub apply_c: CString,
+    /// The form REPLICATE MSETEX sends.
+    pub per_call: PerCallForm,
+    /// `<name>.unroutable`, where the filter refuses TTL-form options
+    /// (`TtlOptions::Refused`).
+    pub unroutable_c: Option<CString>,
 }
 
 static MODULE: RwLock<Option<&'static Module>> = RwLock::new(None);
@@ -64,6 +73,20 @@ pub fn get() -> Option<&'static Module> {
 }
 
 impl Module {
+    /// True where the command filter rewrites TTL-form calls with options
+    /// (see `command::rewrite`).
+    pub fn packs_options(&self) -> bool {
+        self.profile.ttl_options != TtlOptions::Declared && self.syntax == Syntax::Ttl
+    }
+
+    /// The command REPLICATE MSETEX sends.
+    pub fn per_call_name(&self) -> &std::ffi::CStr {
+        match self.per_call {
+            PerCallForm::Apply => &self.apply_c,
+            PerCallForm::Builtin => &self.name_c,
+        }
+    }
+
     /// `INFO msetex` `msetex_syntax`.
     pub fn syntax_label(&self) -> &'static std::ffi::CStr {
         match self.syntax {

@@ -32,7 +32,8 @@ use config::{AclCheck, KeysDeclared, Module};
 use ffi::{Handler, LogLevel, Optional};
 use load_args::Replicate;
 use parse::Syntax;
-use server::{Environment, Profile, Registration, Server};
+use propagation::PerCallForm;
+use server::{Environment, Profile, Registration, Server, TtlOptions};
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     match load(ctx, args) {
@@ -120,6 +121,39 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     };
     ffi::create_command(raw, &name, flags, docs.legacy_keys, Handler::Msetex)?;
     let acl = register_extras(ctx, &name, &docs);
+    // How REPLICATE MSETEX replicates a call, registered whatever the mode:
+    // replicas and AOF loading apply it, also after a change of mode.
+    let apply =
+        CString::new(format!("{}.apply", options.command_name)).map_err(|e| e.to_string())?;
+    let apply_docs = command_info::apply_docs();
+    ffi::create_command(
+        raw,
+        &apply,
+        c"write deny-oom",
+        apply_docs.legacy_keys,
+        Handler::Apply,
+    )?;
+    register_extras(ctx, &apply, &apply_docs);
+    // Where TTL-form options cannot be routed, the filter sends them to a
+    // command without keys that refuses them.
+    let unroutable = if options.syntax == Syntax::Ttl && profile.ttl_options == TtlOptions::Refused
+    {
+        let unroutable = CString::new(format!("{}.unroutable", options.command_name))
+            .map_err(|e| e.to_string())?;
+        ffi::create_command(raw, &unroutable, c"write", (0, 0, 0), Handler::Unroutable)?;
+        if let Err(reason) = ffi::set_acl_categories(raw, &unroutable, command_info::ACL_CATEGORIES)
+        {
+            ffi::log(raw, LogLevel::Warning, &reason);
+        }
+        Some(unroutable)
+    } else {
+        None
+    };
+    let per_call = if options.syntax == Syntax::Numkeys && options.default_name() {
+        PerCallForm::Builtin
+    } else {
+        PerCallForm::Apply
+    };
     let counter_c = match options.replicate {
         Replicate::Msetex => {
             let counter = CString::new(format!("{}.changes", options.command_name))
@@ -150,6 +184,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         options.syntax,
         options.replicate,
         keys,
+        profile.ttl_options,
     );
     config::set(Module {
         name: options.command_name.clone(),
@@ -161,6 +196,9 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         acl,
         cluster: environment.cluster,
         counter_c,
+        apply_c: apply,
+        per_call,
+        unroutable_c: unroutable,
     });
     let syntax = match options.syntax {
         Syntax::Ttl => "TTL",
@@ -181,7 +219,13 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
 }
 
 /// What the log should say about the choices a load made.
-fn load_notes(name: &str, syntax: Syntax, replicate: Replicate, keys: KeysDeclared) -> Vec<String> {
+fn load_notes(
+    name: &str,
+    syntax: Syntax,
+    replicate: Replicate,
+    keys: KeysDeclared,
+    ttl_options: TtlOptions,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if replicate == Replicate::Msetex {
         let runs_natively = if syntax == Syntax::Numkeys && name == load_args::DEFAULT_COMMAND_NAME
@@ -191,17 +235,30 @@ fn load_notes(name: &str, syntax: Syntax, replicate: Replicate, keys: KeysDeclar
             ""
         };
         notes.push(format!(
-            "REPLICATE MSETEX: each call goes to replicas and the AOF as one '{name}' command; \
-             replicas and AOF loading need this module loaded with the same arguments{runs_natively}"
+            "REPLICATE MSETEX: each call goes to replicas, the AOF and slot migrations as one \
+             '{}' command; replicas, AOF loading and the nodes slots migrate to need this module \
+             loaded with the same arguments{runs_natively}",
+            if runs_natively.is_empty() {
+                format!("{name}.apply")
+            } else {
+                name.to_owned()
+            }
         ));
     }
     if keys == KeysDeclared::BySpecs {
         notes.push(format!(
             "this server may ask for command keys from I/O threads: keys are declared by key \
              specifications only, and {}",
-            match syntax {
-                Syntax::Ttl => "the TTL form's options are refused",
-                Syntax::Numkeys => {
+            match (syntax, ttl_options) {
+                (Syntax::Ttl, TtlOptions::Refused) => {
+                    "the TTL form's options are refused (in cluster mode with io-threads, this \
+                     server routes a call by keys it reads before any module)"
+                }
+                (Syntax::Ttl, _) => {
+                    "a command filter packs the TTL form's options into one argument before the \
+                     server reads the keys (MONITOR and SLOWLOG show that form)"
+                }
+                (Syntax::Numkeys, _) => {
                     "where the server cannot read them from the key spec (cluster mode, or \
                      before Redis 8.4 / Valkey 9.1) every call is refused"
                 }
@@ -266,7 +323,7 @@ const ALLOCATOR: Allocator = std::alloc::System;
 
 redis_module! {
     name: "msetex",
-    version: 20000,
+    version: 20100,
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: init,

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ffi::{Arg, Ctx, OwnedString};
 use crate::load_args::Replicate;
-use crate::parse::{Expiry, Syntax};
+use crate::parse::{Expiry, APPLY_KEEP, APPLY_PERSIST};
 
 // ---------------------------------------------------------------------------
 // Who listens
@@ -235,7 +235,11 @@ impl<'call> Wire<'call> {
             return Ok(());
         };
         let expiry = self.expiry.ok_or("resolve the deadline")?;
-        if !self.ctx.replicate_call(call, expiry) {
+        let (head, tail) = call.words(self.ctx, expiry)?;
+        if !self
+            .ctx
+            .replicate_command(call.name, &head, call.pairs, &tail)
+        {
             return Err("replicate");
         }
         if uncounted > 1 && !self.ctx.count_changes_silently(uncounted - 1) {
@@ -245,13 +249,57 @@ impl<'call> Wire<'call> {
     }
 }
 
-/// The one command `REPLICATE MSETEX` sends for a call: the registered
-/// command with the call's pairs and its absolute deadline (or KEEPTTL, or
-/// nothing), without NX/XX (the primary already decided).
+/// How `REPLICATE MSETEX` sends a call: one command, already decided (no
+/// NX/XX) and with its absolute deadline, whose keys are where its key
+/// specification says (a server finds them without asking the module:
+/// replicas, the AOF, and the slot filter of an atomic slot migration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerCallForm {
+    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: the
+    /// module's own replication command (see `parse::parse_apply`).
+    Apply,
+    /// `msetex numkeys key value ... [PXAT ms | KEEPTTL]`: the NUMKEYS form
+    /// under the built-in's name, which Redis 8.4+ / Valkey 9.1+ replicas
+    /// and AOF loading run natively.
+    Builtin,
+}
+
+/// The one command `REPLICATE MSETEX` sends for a call.
 pub struct PerCallCommand<'a> {
+    /// The command to send: `<name>.apply`, or `msetex` for
+    /// [`PerCallForm::Builtin`].
     pub name: &'a CStr,
-    pub syntax: Syntax,
+    pub form: PerCallForm,
     pub pairs: &'a [Arg<'a>],
+}
+
+impl PerCallCommand<'_> {
+    /// The arguments before and after the pairs.
+    fn words(
+        &self,
+        ctx: &Ctx<'_>,
+        expiry: Expiry,
+    ) -> Result<(Vec<OwnedString>, Vec<OwnedString>), &'static str> {
+        let numkeys = || ctx.string_from_i64((self.pairs.len() / 2) as i64);
+        let (head, tail) = match (self.form, expiry) {
+            (_, Expiry::In(_)) => return Err("resolve the deadline"),
+            (PerCallForm::Apply, Expiry::At(deadline)) => {
+                (vec![ctx.string_from_i64(deadline)], vec![])
+            }
+            (PerCallForm::Apply, Expiry::Keep) => (vec![ctx.string(APPLY_KEEP)], vec![]),
+            (PerCallForm::Apply, Expiry::Persist) => (vec![ctx.string(APPLY_PERSIST)], vec![]),
+            (PerCallForm::Builtin, Expiry::At(deadline)) => (
+                vec![numkeys()],
+                vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
+            ),
+            (PerCallForm::Builtin, Expiry::Keep) => (vec![numkeys()], vec![ctx.string(b"KEEPTTL")]),
+            (PerCallForm::Builtin, Expiry::Persist) => (vec![numkeys()], vec![]),
+        };
+        let all = |words: Vec<Option<OwnedString>>| words.into_iter().collect::<Option<Vec<_>>>();
+        all(head)
+            .zip(all(tail))
+            .ok_or("allocate the replicated command")
+    }
 }
 
 #[cfg(test)]

@@ -137,15 +137,37 @@ pub struct Profile {
     /// the write), so the NX/XX check counts an access there too.
     pub condition_counts_access: bool,
     /// Whether "nobody receives replicated commands" can be proven from
-    /// `INFO replication` and the replication commands clients send. Not on
-    /// Valkey 9+ in cluster mode: atomic slot migration streams writes to
-    /// the importing node, which INFO does not show.
+    /// `INFO replication` and the replication commands clients send. Never
+    /// in cluster mode: a slot migration (atomic on Redis 8.4+ and Valkey
+    /// 9+) streams writes to the importing node from the moment it starts,
+    /// through the same propagation, before INFO shows any listener.
     pub shortcut_allowed: bool,
     /// The server reads a keynum key spec with a step of 2 (the built-in
     /// MSETEX's): Redis 8.4+, Valkey 9.1+. Older ones read half the keys.
     pub keynum_steps: bool,
     /// Valkey 9+: declare that the module handles atomic slot migration.
     pub atomic_slot_migration: bool,
+    /// What becomes of the TTL form's leading options where keys are
+    /// declared by key specifications only (`keys_on_io_threads`).
+    pub ttl_options: TtlOptions,
+}
+
+/// How a TTL-form call with options (`MSETEX NX PX 100 k v`) reaches the
+/// module, whose keys are not where a key specification can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlOptions {
+    /// The getkeys callback declares the keys: nothing to do.
+    Declared,
+    /// The command filter packs the options into one argument before the
+    /// server reads the keys (see `parse::pack_ttl_options`): Valkey, which
+    /// reads keys again after a filter rewrote a command, and Redis outside
+    /// cluster mode (no routing; ACL reads keys after the filter).
+    Packed,
+    /// Redis 8.2+ in cluster mode with io-threads routes a command by the
+    /// keys its I/O threads read before any filter ran, even after a filter
+    /// rewrote it: the filter turns such a call into one without keys,
+    /// which refuses it, so that nothing is redirected by a misread key.
+    Refused,
 }
 
 impl Profile {
@@ -164,6 +186,7 @@ impl Profile {
                 keynum_steps: false,
                 shortcut_allowed: false,
                 atomic_slot_migration: false,
+                ttl_options: TtlOptions::Packed,
             };
         };
         let redis = server.product == Product::Redis;
@@ -213,8 +236,13 @@ impl Profile {
             past_deadline,
             condition_counts_access: redis && server.version < (7, 0, 0),
             keynum_steps: server.has_builtin_msetex(),
-            shortcut_allowed: !(valkey_9 && environment.cluster),
+            shortcut_allowed: !environment.cluster,
             atomic_slot_migration: valkey_9,
+            ttl_options: match (keys_on_io_threads, redis && environment.cluster) {
+                (false, _) => TtlOptions::Declared,
+                (true, false) => TtlOptions::Packed,
+                (true, true) => TtlOptions::Refused,
+            },
         }
     }
 }

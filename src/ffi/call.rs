@@ -11,8 +11,6 @@ use redis_module::raw::{
 };
 
 use super::{log, sds, Api, LogLevel, API, ERR, OK};
-use crate::parse::{Expiry, Syntax};
-use crate::propagation::PerCallCommand;
 
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
@@ -73,18 +71,41 @@ pub(super) unsafe extern "C" fn msetex_entry(
         }));
         return OK;
     }
-    let outcome = catch_unwind(AssertUnwindSafe(|| crate::command::msetex(&call, &args())));
-    match outcome {
-        Ok(reply) => call.reply(reply),
-        Err(_) => {
-            log(
-                ctx,
-                LogLevel::Warning,
-                "msetex: internal error (panic caught), see issue tracker",
-            );
-            call.reply(Reply::Error(c"ERR msetex internal error".to_owned()))
-        }
-    }
+    call.run(&args(), crate::command::msetex)
+}
+
+/// The server calls this for `<name>.apply`, the form in which REPLICATE
+/// MSETEX replicates a call (no getkeys callback: its keys are where its key
+/// specification says).
+pub(super) unsafe extern "C" fn apply_entry(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let Some(call) = Ctx::of(ctx) else {
+        return ERR;
+    };
+    let argc = usize::try_from(argc).unwrap_or(0);
+    let args: Vec<Arg<'_>> = if argv.is_null() || argc == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: as in msetex_entry: argc live argument strings for the call.
+        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
+        raw_args.iter().map(|&ptr| call.arg(ptr)).collect()
+    };
+    call.run(&args, crate::command::apply)
+}
+
+/// The server calls this for `<name>.unroutable` (no keys, never routed).
+pub(super) unsafe extern "C" fn unroutable_entry(
+    ctx: *mut RedisModuleCtx,
+    _argv: *mut *mut RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let Some(call) = Ctx::of(ctx) else {
+        return ERR;
+    };
+    call.run(&[], crate::command::unroutable)
 }
 
 /// True only while MSETEX itself calls its changes counter (see
@@ -401,52 +422,30 @@ impl<'call> Ctx<'call> {
         status == OK
     }
 
-    /// Queues the whole call as one command in its absolute form (REPLICATE
-    /// MSETEX): `name PXAT ms key value ...` for the TTL syntax, `name
-    /// numkeys key value ... [PXAT ms | KEEPTTL]` for the NUMKEYS syntax.
-    pub fn replicate_call(&self, call: &PerCallCommand, expiry: Expiry) -> bool {
-        let mut pairs: Vec<*mut RedisModuleString> = call.pairs.iter().map(|a| a.ptr).collect();
-        let (ptr, len) = (pairs.as_mut_ptr(), pairs.len());
-        let name = call.name.as_ptr();
-        let numkeys = (len / 2) as c_longlong;
-        // SAFETY: every format matches the arguments that follow it: C
-        // strings, long longs, and an array of live module strings with its
-        // length.
+    /// Queues `name head... pairs... tail...` for replicas and the AOF (and a
+    /// running slot migration): one command, the arguments passed as they are.
+    pub fn replicate_command(
+        &self,
+        name: &CStr,
+        head: &[OwnedString],
+        pairs: &[Arg<'call>],
+        tail: &[OwnedString],
+    ) -> bool {
+        let mut argv: Vec<*mut RedisModuleString> =
+            Vec::with_capacity(head.len() + pairs.len() + tail.len());
+        argv.extend(head.iter().map(|s| s.ptr));
+        argv.extend(pairs.iter().map(|a| a.ptr));
+        argv.extend(tail.iter().map(|s| s.ptr));
+        // SAFETY: format "v" matches an array of live module strings and its
+        // length; the server takes its own references.
         let status = unsafe {
-            match (call.syntax, expiry) {
-                (Syntax::Ttl, Expiry::At(deadline)) => (self.api.replicate)(
-                    self.raw,
-                    name,
-                    c"clv".as_ptr(),
-                    c"PXAT".as_ptr(),
-                    deadline as c_longlong,
-                    ptr,
-                    len,
-                ),
-                (Syntax::Numkeys, Expiry::At(deadline)) => (self.api.replicate)(
-                    self.raw,
-                    name,
-                    c"lvcl".as_ptr(),
-                    numkeys,
-                    ptr,
-                    len,
-                    c"PXAT".as_ptr(),
-                    deadline as c_longlong,
-                ),
-                (Syntax::Numkeys, Expiry::Keep) => (self.api.replicate)(
-                    self.raw,
-                    name,
-                    c"lvc".as_ptr(),
-                    numkeys,
-                    ptr,
-                    len,
-                    c"KEEPTTL".as_ptr(),
-                ),
-                (Syntax::Numkeys, Expiry::Persist) => {
-                    (self.api.replicate)(self.raw, name, c"lv".as_ptr(), numkeys, ptr, len)
-                }
-                _ => ERR,
-            }
+            (self.api.replicate)(
+                self.raw,
+                name.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
         };
         status == OK
     }
@@ -582,6 +581,22 @@ impl<'call> Ctx<'call> {
     /// Logs a warning line to the server log.
     pub fn log_warning(&self, message: &str) {
         log(self.raw, LogLevel::Warning, message);
+    }
+
+    /// Runs a command handler, turning a panic (a bug) into an error reply
+    /// instead of aborting the server.
+    fn run(&self, args: &[Arg<'call>], handler: fn(&Ctx<'call>, &[Arg<'call>]) -> Reply) -> c_int {
+        match catch_unwind(AssertUnwindSafe(|| handler(self, args))) {
+            Ok(reply) => self.reply(reply),
+            Err(_) => {
+                log(
+                    self.raw,
+                    LogLevel::Warning,
+                    "msetex: internal error (panic caught), see issue tracker",
+                );
+                self.reply(Reply::Error(c"ERR msetex internal error".to_owned()))
+            }
+        }
     }
 
     fn reply(&self, reply: Reply) -> c_int {

@@ -8,7 +8,9 @@ use std::panic::catch_unwind;
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCtx};
 
-use super::call::{changes_entry, config_get, msetex_entry, reply_text};
+use super::call::{
+    apply_entry, changes_entry, config_get, msetex_entry, reply_text, unroutable_entry,
+};
 use super::{Api, API, OK};
 use crate::command_info::{self as info, ArgKind, Docs, KeySpec};
 
@@ -49,6 +51,11 @@ pub fn set_module_options(
 #[derive(Debug, Clone, Copy)]
 pub enum Handler {
     Msetex,
+    /// `<name>.apply`, the replicated form of REPLICATE MSETEX.
+    Apply,
+    /// `<name>.unroutable`, which refuses TTL-form options where they
+    /// cannot be routed.
+    Unroutable,
     /// The changes counter of REPLICATE MSETEX.
     Changes,
 }
@@ -64,6 +71,8 @@ pub fn create_command(
     let api = api()?;
     let entry: raw::RedisModuleCmdFunc = match handler {
         Handler::Msetex => Some(msetex_entry),
+        Handler::Apply => Some(apply_entry),
+        Handler::Unroutable => Some(unroutable_entry),
         Handler::Changes => Some(changes_entry),
     };
     // SAFETY: ctx is the load context; name and flags are NUL-terminated and
@@ -140,32 +149,117 @@ unsafe extern "C" fn server_event(
     });
 }
 
-/// Runs before every command any client sends: a SYNC or PSYNC is about to
-/// make a replica (and a replication backlog).
+/// Runs before every command any client sends (and the replication stream):
+/// a SYNC or PSYNC is about to make a replica (and a replication backlog);
+/// an MSETEX call may need its options packed (see `command::packed`).
 unsafe extern "C" fn command_filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
     let Some(api) = API.get() else {
         return;
     };
-    // SAFETY: filter is the live filter context of this command.
-    if unsafe { (api.command_filter_args_count)(filter) } < 1 {
-        return;
-    }
-    // SAFETY: position 0 exists (checked above); the string is owned by the
-    // command being filtered and outlives this callback.
-    let name = unsafe { (api.command_filter_arg_get)(filter, 0) };
-    if name.is_null() {
-        return;
+    // A panic must not cross into the server; the command then runs as sent.
+    let _ = catch_unwind(|| {
+        // SAFETY: filter is the live filter context of this command.
+        let count = unsafe { (api.command_filter_args_count)(filter) };
+        // SAFETY: as above; position 0 exists when count >= 1.
+        let Some(name) = (count >= 1)
+            .then(|| unsafe { filter_arg(api, filter, 0) })
+            .flatten()
+        else {
+            return;
+        };
+        match crate::command::seen(name) {
+            crate::command::Seen::Other => {}
+            crate::command::Seen::ReplicationHandshake => {
+                crate::propagation::on_listener_may_appear()
+            }
+            crate::command::Seen::Msetex => {
+                // SAFETY: every position below count exists.
+                let args: Vec<&[u8]> = (0..count)
+                    .filter_map(|i| unsafe { filter_arg(api, filter, i) })
+                    .collect();
+                if args.len() != usize::try_from(count).unwrap_or(0) {
+                    return;
+                }
+                if let Some(change) = crate::command::rewrite(&args) {
+                    // SAFETY: filter is live; the positions exist (counted above).
+                    unsafe {
+                        rewrite(api, filter, change.at, &change.replacement, change.replaced)
+                    };
+                }
+            }
+        }
+    });
+}
+
+/// The bytes of argument `pos` of the filtered command.
+///
+/// # Safety
+///
+/// `filter` is the live filter context and `pos` one of its positions; the
+/// bytes are valid until the filter changes that argument.
+unsafe fn filter_arg<'a>(
+    api: &Api,
+    filter: *mut raw::RedisModuleCommandFilterCtx,
+    pos: c_int,
+) -> Option<&'a [u8]> {
+    // SAFETY: the caller's contract; the string is owned by the command.
+    let arg = unsafe { (api.command_filter_arg_get)(filter, pos) };
+    if arg.is_null() {
+        return None;
     }
     let mut len = 0usize;
-    // SAFETY: name is a live module string; the pointer is valid while it is.
-    let ptr = unsafe { (api.string_ptr_len)(name, &mut len) };
-    if ptr.is_null() || !(4..=5).contains(&len) {
-        return;
+    // SAFETY: arg is a live module string; the pointer is valid while it is.
+    let ptr = unsafe { (api.string_ptr_len)(arg, &mut len) };
+    if ptr.is_null() {
+        return Some(&[]);
     }
     // SAFETY: ptr points at len readable bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-    if crate::propagation::is_replication_handshake(bytes) {
-        crate::propagation::on_listener_may_appear();
+    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// Replaces the `replaced` arguments from position `at` on with the single
+/// argument `replacement`. If the server refuses a step (it cannot: the positions
+/// exist), the call becomes an unknown command, refused with nothing
+/// written, rather than run with its arguments shifted.
+///
+/// # Safety
+///
+/// `filter` is the live filter context of a command with at least
+/// `at + replaced` arguments.
+unsafe fn rewrite(
+    api: &Api,
+    filter: *mut raw::RedisModuleCommandFilterCtx,
+    at: usize,
+    replacement: &[u8],
+    replaced: usize,
+) {
+    let Ok(at) = c_int::try_from(at) else {
+        return;
+    };
+    let new_string = |bytes: &[u8]| {
+        // SAFETY: a NULL ctx makes the string the filter's to hand over.
+        unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
+    };
+    let arg = new_string(replacement);
+    if arg.is_null() {
+        return; // nothing changed: the call runs as sent
+    }
+    // SAFETY: position `at` exists; on success the command owns arg.
+    if unsafe { (api.command_filter_arg_replace)(filter, at, arg) } != OK {
+        // SAFETY: not handed over, so still ours; freed once.
+        unsafe { (api.free_string)(std::ptr::null_mut(), arg) };
+        return;
+    }
+    for _ in 1..replaced {
+        // SAFETY: the arguments after position `at` exist (the caller's contract).
+        if unsafe { (api.command_filter_arg_delete)(filter, at + 1) } != OK {
+            let refused = new_string(b"msetex: options could not be packed");
+            if !refused.is_null() {
+                // SAFETY: position 0 exists; the command owns the string.
+                unsafe { (api.command_filter_arg_replace)(filter, 0, refused) };
+            }
+            return;
+        }
     }
 }
 

@@ -105,6 +105,8 @@ module_api! {
         register_command_filter = RedisModule_RegisterCommandFilter: fn(*mut RedisModuleCtx, raw::RedisModuleCommandFilterFunc, c_int) -> *mut raw::RedisModuleCommandFilter;
         command_filter_args_count = RedisModule_CommandFilterArgsCount: fn(*mut raw::RedisModuleCommandFilterCtx) -> c_int;
         command_filter_arg_get = RedisModule_CommandFilterArgGet: fn(*mut raw::RedisModuleCommandFilterCtx, c_int) -> *mut RedisModuleString;
+        command_filter_arg_replace = RedisModule_CommandFilterArgReplace: fn(*mut raw::RedisModuleCommandFilterCtx, c_int, *mut RedisModuleString) -> c_int;
+        command_filter_arg_delete = RedisModule_CommandFilterArgDelete: fn(*mut raw::RedisModuleCommandFilterCtx, c_int) -> c_int;
     }
     optional {
         // Redis 7.0+: declares a key with its access flags (for ACLs).

@@ -152,7 +152,16 @@ fn error_texts_and_cluster_options() {
     };
     let valkey_9 = Profile::new(Some(&valkey("9.1.2")), cluster);
     assert!(!valkey_9.shortcut_allowed && valkey_9.atomic_slot_migration);
-    assert!(Profile::new(Some(&valkey("8.1.1")), cluster).shortcut_allowed);
+    for server in [valkey("8.1.1"), redis("7.0.15"), redis("8.6.3")] {
+        assert!(
+            !Profile::new(Some(&server), cluster).shortcut_allowed,
+            "{server:?}"
+        );
+        assert!(
+            Profile::new(Some(&server), PLAIN).shortcut_allowed,
+            "{server:?}"
+        );
+    }
     assert!(Profile::new(Some(&valkey("9.1.2")), PLAIN).shortcut_allowed);
 }
 
@@ -189,5 +198,28 @@ fn registration_on_servers_with_a_builtin_msetex() {
     assert_eq!(
         registration(None, &options(Syntax::Ttl, "msetex")),
         Ok(Registration::Command)
+    );
+}
+
+#[test]
+fn ttl_options_where_keys_come_from_key_specs() {
+    let env = |cluster, io_threads| Environment {
+        cluster,
+        io_threads,
+        ..PLAIN
+    };
+    let options = |server: &Server, env| Profile::new(Some(server), env).ttl_options;
+    assert_eq!(
+        options(&redis("7.0.15"), env(true, 4)),
+        TtlOptions::Declared
+    );
+    assert_eq!(options(&redis("8.6.3"), env(true, 1)), TtlOptions::Declared);
+    assert_eq!(options(&redis("8.6.3"), env(false, 4)), TtlOptions::Packed);
+    assert_eq!(options(&redis("8.6.3"), env(true, 4)), TtlOptions::Refused);
+    assert_eq!(options(&valkey("9.1.2"), env(true, 1)), TtlOptions::Packed);
+    assert_eq!(options(&valkey("8.1.1"), env(true, 4)), TtlOptions::Packed);
+    assert_eq!(
+        options(&valkey("8.1.1"), env(false, 4)),
+        TtlOptions::Declared
     );
 }

@@ -77,4 +77,12 @@ fn reports_the_load_options_and_who_listens() {
     let mut con = server.client();
     assert_eq!(field(&mut con, "msetex_syntax"), "numkeys");
     assert_eq!(field(&mut con, "msetex_replicate"), "msetex");
+
+    // In cluster mode a slot migration may start streaming writes at any
+    // moment, unannounced to INFO: never `none`, however many cron ticks
+    // (10 a second) pass.
+    let cluster = single_node_cluster();
+    let mut con = cluster.client();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(field(&mut con, "msetex_replication_listeners"), "possible");
 }

@@ -429,8 +429,10 @@ fn an_aof_written_here_loads_on_servers_with_their_own_msetex() {
             .line("appendfsync always");
         let mut server = config.start();
         let mut con = server.client();
-        q::<(), _>(&mut con, &["SET", "u:keep", "old", "EX", "5000"]);
         let pxat = (now_ms() + 3_600_000).to_string();
+        // Absolute, as every setup write whose deadline a test compares.
+        let kept_until = (now_ms() + 5_000_000).to_string();
+        q::<(), _>(&mut con, &["SET", "u:keep", "old", "PXAT", &kept_until]);
         let writes: [&[&[u8]]; 3] = [
             &[
                 b"MSETEX",

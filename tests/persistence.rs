@@ -122,12 +122,19 @@ fn replicate_msetex_logs_one_command_per_call() {
     let before = values_and_deadlines(&mut con, &KEYS);
     let aof = aof_text(server.dir());
     let name = target().command_name();
-    let calls = aof.matches(&format!("\r\n{name}\r\n")).count();
-    assert_eq!(calls, 2, "one {name} per call:\n{aof}");
+    // Each call as `<name>.apply <deadline> key value ...`: the absolute
+    // deadline first, then the pairs, the keys where the key spec says.
+    let apply = format!("{name}.apply");
+    let calls = aof.matches(&format!("\r\n{apply}\r\n")).count();
+    assert_eq!(calls, 2, "one {apply} per call:\n{aof}");
+    let omega = deadline_of(&mut con, "p:a").0.to_string();
     assert!(
-        !aof.contains("\r\nSET\r\n") && aof.contains("PXAT"),
+        aof.contains(
+            &String::from_utf8_lossy(&resp(&[apply.as_str(), &omega, "p:a", "omega"])).into_owned()
+        ),
         "{aof}"
     );
+    assert!(!aof.contains("\r\nSET\r\n"), "{aof}");
     // One command needs no transaction (Redis 6.2 wraps every command a
     // module replicates in MULTI/EXEC all the same).
     if target().is_7_0_or_later() {
@@ -149,7 +156,7 @@ fn replicate_msetex_logs_one_command_per_call() {
         .start_expecting_failure_in(copy_data(server.dir()));
     assert!(
         log.to_ascii_lowercase()
-            .contains(&format!("unknown command '{name}'")),
+            .contains(&format!("unknown command '{apply}'")),
         "{log}"
     );
 }

@@ -292,14 +292,14 @@ fn transactions_and_scripts_replicate_whole() {
 
 #[test]
 fn replicate_msetex_needs_the_module_on_replicas() {
-    // REPLICATE MSETEX sends MSETEX itself. The module says so when it
-    // loads; a replica without it cannot run what it receives: it keeps
-    // the link but misses those writes (the server logs each refusal).
+    // REPLICATE MSETEX sends the module's own `<name>.apply`. The module
+    // says so when it loads; a replica without it cannot run what it
+    // receives: it keeps the link but misses those writes (the server logs
+    // each refusal).
     let primary = Replicate::Msetex.primary().start();
+    let apply = format!("as one '{}.apply' command", target().command_name());
     assert!(
-        primary
-            .log()
-            .contains("replicas and AOF loading need this module"),
+        primary.log().contains(&apply) && primary.log().contains("need this module"),
         "{}",
         primary.log()
     );
@@ -553,7 +553,10 @@ fn the_numkeys_form_replicates_exactly_in_both_modes() {
         let primary = config.start();
         let replica = start_replica(&primary, replica_config);
         let mut p = primary.client();
-        q::<(), _>(&mut p, &["SET", "n:kept", "old", "EX", "900"]);
+        // An absolute deadline: Redis 6.2 replicates `SET ... EX` as it is,
+        // and the replica would compute its own deadline from its clock.
+        let kept_until = (now_ms() + 900_000).to_string();
+        q::<(), _>(&mut p, &["SET", "n:kept", "old", "PXAT", &kept_until]);
         q::<(), _>(&mut p, &["SET", "n:gone", "old"]);
         let past = (now_ms() - 1000).to_string();
         let calls: [&[&str]; 5] = [
@@ -574,5 +577,44 @@ fn the_numkeys_form_replicates_exactly_in_both_modes() {
         let mut r = replica.client();
         assert_eq!(values_and_deadlines(&mut r, &keys), on_primary, "{mode:?}");
         assert_eq!(encodings(&mut r, &[b"n:int"]), ["int"], "{mode:?}");
+    }
+}
+
+#[test]
+fn the_replicated_form_is_for_replicas_and_the_aof_only() {
+    // `<name>.apply` is how REPLICATE MSETEX replicates a call (registered
+    // in both modes, so that replicas and AOF loading run it). A client
+    // gets an error and nothing is written; its keys are where its key
+    // specification says, with no callback to ask.
+    let server = Server::start();
+    let mut con = server.client();
+    let name = target().command_name();
+    let apply = format!("{name}.apply");
+    let call = [apply.as_str(), "1900000000000", "k", "v"];
+    assert_eq!(
+        error_text(&raw_command(&call).query::<Value>(&mut con).unwrap_err()),
+        format!(
+            "ERR {apply} only applies what MSETEX replicated (on replicas, while the AOF \
+             loads, on the node a slot migrates to): call {name}"
+        )
+    );
+    assert_eq!(q::<i64, _>(&mut con, &["DBSIZE"]), 0);
+    if target().is_7_0_or_later() {
+        let getkeys = [
+            "COMMAND",
+            "GETKEYS",
+            &apply,
+            "1900000000000",
+            "a",
+            "1",
+            "b",
+            "2",
+        ];
+        assert_eq!(
+            raw_command(&getkeys)
+                .query::<Vec<String>>(&mut con)
+                .unwrap(),
+            ["a", "b"]
+        );
     }
 }

@@ -1095,3 +1095,178 @@ pub fn keyevents_until(
         events.push((event, key));
     }
 }
+
+/// Two cluster nodes started with `config` (the module loaded as it says):
+/// the first owns slots 0-8191, the second 8192-16383, both `cluster_state:ok`.
+pub fn two_node_cluster(config: ServerConfig) -> [Server; 2] {
+    let node = || {
+        config
+            .clone()
+            .line("cluster-enabled yes")
+            .line("cluster-config-file nodes.conf")
+            .line("cluster-node-timeout 5000")
+            .start()
+    };
+    let nodes = [node(), node()];
+    for (node, (first, last)) in nodes.iter().zip([(0u32, 8191u32), (8192, 16383)]) {
+        let mut addslots = vec!["CLUSTER".to_owned(), "ADDSLOTS".to_owned()];
+        addslots.extend((first..=last).map(|slot| slot.to_string()));
+        q::<(), _>(&mut node.client(), &addslots);
+    }
+    let port = nodes[1].port().to_string();
+    q::<(), _>(
+        &mut nodes[0].client(),
+        &["CLUSTER", "MEET", "127.0.0.1", &port],
+    );
+    for node in &nodes {
+        let mut con = node.client();
+        let ok = eventually(Duration::from_secs(30), || {
+            q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+                && q::<String, _>(&mut con, &["CLUSTER", "NODES"])
+                    .lines()
+                    .count()
+                    == 2
+        });
+        assert!(ok, "the two-node cluster never became ok:\n{}", node.log());
+    }
+    nodes
+}
+
+/// Whether this server moves slots with its own atomic slot migration:
+/// Redis 8.4+ (`CLUSTER MIGRATION IMPORT`), Valkey 9.0+ (`CLUSTER MIGRATESLOTS`).
+pub fn has_atomic_slot_migration() -> bool {
+    target().at_least(Some((8, 4)), Some((9, 0)))
+}
+
+/// An atomic slot migration in progress (see [`AtomicMigration::start`]).
+pub struct AtomicMigration {
+    /// Where its state is read: the target on Redis, the source on Valkey.
+    watch: u16,
+    /// Redis: the task id. Valkey: the target's node id.
+    id: String,
+    slot: i64,
+}
+
+impl AtomicMigration {
+    /// Starts moving `slot` from `source` to `target` with the server's own
+    /// atomic slot migration.
+    pub fn start(source: &Server, target_node: &Server, slot: i64) -> AtomicMigration {
+        let slot_text = slot.to_string();
+        if target().is_valkey() {
+            let id: String = q(&mut target_node.client(), &["CLUSTER", "MYID"]);
+            q::<(), _>(
+                &mut source.client(),
+                &[
+                    "CLUSTER",
+                    "MIGRATESLOTS",
+                    "SLOTSRANGE",
+                    &slot_text,
+                    &slot_text,
+                    "NODE",
+                    &id,
+                ],
+            );
+            AtomicMigration {
+                watch: source.port(),
+                id,
+                slot,
+            }
+        } else {
+            let id: String = q(
+                &mut target_node.client(),
+                &["CLUSTER", "MIGRATION", "IMPORT", &slot_text, &slot_text],
+            );
+            AtomicMigration {
+                watch: target_node.port(),
+                id,
+                slot,
+            }
+        }
+    }
+
+    /// The migration's state as the server names it: Redis `completed`,
+    /// `failed`, `canceled`...; Valkey `success`, `failed`, `cancelled`...
+    /// With the server's message, if any.
+    pub fn state(&self) -> (String, String) {
+        self.state_on(self.watch)
+    }
+
+    /// [`AtomicMigration::state`] as the node on `port` sees it (Redis:
+    /// the source and the target each report their side of the task).
+    pub fn state_on(&self, port: u16) -> (String, String) {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .expect("connect to the migration's node");
+        let entries: Value = if target().is_valkey() {
+            q(&mut con, &["CLUSTER", "GETSLOTMIGRATIONS"])
+        } else {
+            q(
+                &mut con,
+                &["CLUSTER", "MIGRATION", "STATUS", "ID", &self.id],
+            )
+        };
+        let range = format!("{0}-{0}", self.slot);
+        field_maps(&entries)
+            .into_iter()
+            .find(|entry| {
+                let field = |name: &str| entry.get(name).map(String::as_str);
+                if target().is_valkey() {
+                    field("operation") == Some("EXPORT")
+                        && field("target_node") == Some(self.id.as_str())
+                        && field("slot_ranges").is_some_and(|r| r.split(' ').any(|r| r == range))
+                } else {
+                    field("id") == Some(self.id.as_str())
+                }
+            })
+            .map(|entry| {
+                let message = ["last_error", "message"]
+                    .iter()
+                    .find_map(|f| entry.get(*f).cloned())
+                    .unwrap_or_default();
+                (entry.get("state").cloned().unwrap_or_default(), message)
+            })
+            .unwrap_or_else(|| ("unknown".to_owned(), format!("no entry in {entries:?}")))
+    }
+
+    /// Waits until the migration has succeeded (`Ok`), or has ended
+    /// otherwise (`Err` with its state and message).
+    pub fn wait(&self, timeout: Duration) -> Result<(), String> {
+        let mut last = (String::new(), String::new());
+        let ended = eventually(timeout, || {
+            last = self.state();
+            ["completed", "success", "failed", "canceled", "cancelled"].contains(&last.0.as_str())
+        });
+        match last.0.as_str() {
+            "completed" | "success" if ended => Ok(()),
+            _ => Err(format!("migration state {:?}: {}", last.0, last.1)),
+        }
+    }
+}
+
+/// Each element of an array reply as a map of field to value: RESP2 flat
+/// `[field, value, ...]` arrays or RESP3 maps (numbers as text).
+pub fn field_maps(value: &Value) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = |v: &Value| match v {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(n) => n.to_string(),
+        other => format!("{other:?}"),
+    };
+    let Value::Array(entries) = value else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .map(|entry| match entry {
+            Value::Array(flat) => flat
+                .chunks(2)
+                .filter_map(|pair| match pair {
+                    [k, v] => Some((text(k), text(v))),
+                    _ => None,
+                })
+                .collect(),
+            Value::Map(pairs) => pairs.iter().map(|(k, v)| (text(k), text(v))).collect(),
+            _ => Default::default(),
+        })
+        .collect()
+}

@@ -194,12 +194,15 @@ impl Target {
         self.at_least(Some((8, 4)), Some((9, 1)))
     }
 
-    /// Whether the TTL form takes options in cluster mode. Valkey 9 asks for a
-    /// command's keys from I/O threads in cluster mode (and can turn them on
-    /// at run time), so the module declares its keys by key specs only and
-    /// refuses the options there, whose keys those cannot describe.
-    pub fn ttl_options_in_cluster(&self) -> bool {
-        !self.at_least(None, Some((9, 0)))
+    /// Whether this server, in cluster mode with `io_threads`, routes a
+    /// command by the keys its I/O threads read before module command
+    /// filters run, even after a filter rewrote the command: Redis 8.2+
+    /// (`processCommand` hands `getNodeByQuery` the client's slot and read
+    /// error, copied from the pending command before
+    /// `moduleCallCommandFilters`). The module then refuses the TTL form's
+    /// options there rather than let them be routed by misread keys.
+    pub fn routes_by_keys_read_before_filters(&self, io_threads: u32) -> bool {
+        self.keys_from_io_threads(io_threads, true) && self.product == Product::Redis
     }
 
     /// Whether this server asks a module for a command's keys from its I/O

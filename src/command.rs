@@ -9,11 +9,11 @@
 use std::ffi::CString;
 
 use crate::config::{self, AclCheck, KeysDeclared, Module};
-use crate::ffi::{Arg, ContextFlags, Ctx, KeyPositions, Reply, Touch};
+use crate::ffi::{AclVerdict, Arg, CallValue, ContextFlags, Ctx, KeyPositions, Reply, Touch};
 use crate::parse::{self, Ack, Condition, ParseError, Request, Syntax};
 use crate::propagation::{PerCallCommand, Wire};
 use crate::server::{Product, TtlOptions};
-use crate::{propagation, stats, write};
+use crate::{acl, ffi, propagation, stats, write};
 
 /// `MSETEX ...` in the syntax the module was loaded with.
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
@@ -178,10 +178,13 @@ fn keys_were_declared(
     }
 }
 
-/// Redis 7.0 has no ACL categories for module commands, so `-@write`
-/// would not stop MSETEX there: the user must be allowed to run SET on the
-/// call's first key, as the server would check it for SET itself. The
-/// replication link and AOF loading are not checked, as the server's own.
+/// Redis 7.0 has no ACL categories for module commands. The filter gives
+/// MSETEX its 7.2 permission in every rule set as it is set (see `acl`), so
+/// the server's own check before MSETEX is already 7.2's; only while some
+/// user may still hold rules the filter never saw (just loaded, ACL LOAD)
+/// are they corrected first, and the call checked again, as the server
+/// would. The replication link and AOF loading are not checked, as the
+/// server's own.
 fn check_acl(
     ctx: &Ctx<'_>,
     module: &Module,
@@ -189,20 +192,193 @@ fn check_acl(
     request: &Request,
     flags: ContextFlags,
 ) -> Result<(), Refusal> {
-    if module.acl != AclCheck::AgainstSet || flags.replicated || flags.loading {
+    if module.acl != AclCheck::Translated || flags.replicated || flags.loading || !acl::pending() {
         return Ok(());
     }
-    let key = request.pairs.start;
-    let (Some(key), Some(value)) = (args.get(key), args.get(key + 1)) else {
-        return Ok(());
-    };
-    if ctx.may_run_set(*key, *value, &module.name_c) {
-        Ok(())
-    } else {
-        Err(Refusal::Text(format!(
+    correct_users(ctx, module, acl::Goal::Like72);
+    let pairs = args.get(request.pairs.clone()).unwrap_or_default();
+    let keys: Vec<Arg<'_>> = pairs.iter().step_by(2).copied().collect();
+    match ctx.acl_verdict(&module.name_c, args, &keys) {
+        AclVerdict::Allowed => Ok(()),
+        AclVerdict::DeniedCommand => Err(Refusal::Text(format!(
             "NOPERM this user has no permissions to run the '{}' command",
             module.name
-        )))
+        ))),
+        AclVerdict::DeniedKey(_) => Err(Refusal::Text(
+            "NOPERM this user has no permissions to access one of the keys used as arguments"
+                .to_owned(),
+        )),
+    }
+}
+
+/// Gives every user MSETEX's permission as `goal` says, from the rules the
+/// server keeps (`ACL GETUSER`), with `ACL SETUSER` run by the module
+/// (which the filter leaves alone), taking the rules set since into account
+/// (see [`acl::wanted_permissions`]). Returns whether every user could be
+/// corrected; failures are logged.
+pub fn correct_users(ctx: &Ctx<'_>, module: &Module, goal: acl::Goal) -> bool {
+    let Some(CallValue::Array(users)) = ctx.call(c"ACL", &[b"USERS"]) else {
+        ctx.log_warning("msetex: ACL USERS failed: MSETEX permissions not corrected");
+        return false;
+    };
+    let written = written_users(ctx);
+    let mut all = true;
+    for user in users {
+        let CallValue::Text(name) = user else {
+            continue;
+        };
+
+        let described = ctx
+            .call(c"ACL", &[b"GETUSER", &name])
+            .and_then(|reply| described_user(&reply));
+        let Some((root, selectors)) = described else {
+            all = false;
+            continue;
+        };
+        let rules = written
+            .iter()
+            .find(|(user, _)| *user == name)
+            .map(|(_, rules)| rules.as_slice());
+        let later = acl::later_rules(&name).unwrap_or_default();
+        let wanted = acl::wanted_permissions(&root, &selectors, &module.name, goal, rules, &later);
+        let Some(ops) = acl::correction(&root, &selectors, &module.name, &wanted) else {
+            continue;
+        };
+        let mut setuser: Vec<&[u8]> = vec![b"SETUSER", &name];
+        setuser.extend(ops.iter().map(|op| op.as_bytes()));
+        if !matches!(ctx.call(c"ACL", &setuser), Some(CallValue::Text(_))) {
+            all = false;
+            ctx.log_warning(&format!(
+                "msetex: could not give user '{}' MSETEX's permission ({})",
+                String::from_utf8_lossy(&name),
+                ops.join(" ")
+            ));
+        }
+    }
+    if all && goal == acl::Goal::Like72 {
+        acl::corrected();
+    }
+    all
+}
+
+/// The users as their rules are written where the server read them: the
+/// ACL file (`aclfile`), or else the `user` lines of redis.conf and the
+/// files it includes (paths with wildcards are not followed). Empty where
+/// neither can be read.
+fn written_users(ctx: &Ctx<'_>) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    if let Some(aclfile) = ctx.config(c"aclfile").filter(|path| !path.is_empty()) {
+        return read(&aclfile)
+            .map(|text| acl::user_lines(&text))
+            .unwrap_or_default();
+    }
+    let mut files: Vec<String> = ffi::server_info_fields(c"server", &["config_file"])
+        .into_iter()
+        .map(|(_, path)| path)
+        .filter(|path| !path.is_empty())
+        .collect();
+    let mut users = Vec::new();
+    let mut seen = 0;
+    while let Some(path) = files.get(seen).cloned() {
+        seen += 1;
+        let Some(text) = read(&path) else {
+            continue;
+        };
+        users.extend(acl::user_lines(&text));
+        for include in acl::include_lines(&text) {
+            if !include.contains(['*', '?', '[']) && files.len() < 64 && !files.contains(&include) {
+                files.push(include);
+            }
+        }
+    }
+    users
+}
+
+/// The root selector's `commands` and the other selectors of an `ACL
+/// GETUSER` reply (RESP2: flat arrays of field and value).
+fn described_user(reply: &CallValue) -> Option<(String, Vec<acl::Selector>)> {
+    let field = |value: &CallValue, name: &str| -> Option<CallValue> {
+        let CallValue::Array(items) = value else {
+            return None;
+        };
+        items.chunks_exact(2).find_map(|pair| match pair {
+            [CallValue::Text(key), value] if key == name.as_bytes() => Some(value.clone()),
+            _ => None,
+        })
+    };
+    let text = |value: Option<CallValue>| match value {
+        Some(CallValue::Text(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    };
+    let root = text(field(reply, "commands"))?;
+    let selectors = match field(reply, "selectors") {
+        Some(CallValue::Array(list)) => list
+            .iter()
+            .map(|selector| {
+                Some(acl::Selector {
+                    commands: text(field(selector, "commands"))?,
+                    keys: text(field(selector, "keys"))?,
+                    channels: text(field(selector, "channels"))?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?,
+        _ => Vec::new(),
+    };
+    Some((root, selectors))
+}
+
+/// Cron tick: corrections due since the module loaded or an ACL LOAD.
+pub fn on_cron(ctx: &Ctx<'_>) {
+    if let Some(module) = config::get() {
+        if module.acl == AclCheck::Translated && acl::pending() {
+            correct_users(ctx, module, acl::Goal::Like72);
+        }
+    }
+}
+
+/// MODULE UNLOAD: whether it may go ahead. On Redis 7.0 every user's MSETEX
+/// permission goes back to its `+@all` / `-@all` base first: 7.0 would
+/// panic describing a user whose bit for a removed command differs from it.
+/// Redis 7.2 crashes replaying rules that name a removed command, so the
+/// unload is refused while some user's rules name MSETEX (the log says so).
+pub fn on_unload(ctx: &Ctx<'_>) -> bool {
+    let Some(module) = config::get() else {
+        return true;
+    };
+    match module.acl {
+        AclCheck::Translated => correct_users(ctx, module, acl::Goal::Unloadable),
+        AclCheck::ByServer => {
+            let Some(CallValue::Array(users)) = ctx.call(c"ACL", &[b"USERS"]) else {
+                return true;
+            };
+            let naming: Vec<String> = users
+                .iter()
+                .filter_map(|user| match user {
+                    CallValue::Text(name) => Some(name),
+                    _ => None,
+                })
+                .filter(|name| {
+                    ctx.call(c"ACL", &[b"GETUSER", name])
+                        .and_then(|reply| described_user(&reply))
+                        .is_some_and(|(root, selectors)| {
+                            let names = |rules: &str| acl::names_command(rules, &module.name);
+                            names(&root) || selectors.iter().any(|s| names(&s.commands))
+                        })
+                })
+                .map(|name| String::from_utf8_lossy(name).into_owned())
+                .collect();
+            if naming.is_empty() {
+                return true;
+            }
+            ctx.log_warning(&format!(
+                "msetex: MODULE UNLOAD refused: the ACL rules of {} name '{}', and this server \
+                 would crash replaying them once the command is gone; remove those rules first",
+                naming.join(", "),
+                module.name
+            ));
+            false
+        }
+        AclCheck::Unavailable => true,
     }
 }
 
@@ -225,9 +401,10 @@ pub enum Seen {
     Other,
     /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
     ReplicationHandshake,
-    /// MSETEX, or COMMAND (which may ask for MSETEX's keys), where the TTL
-    /// form's options must be packed before the server reads keys.
-    Msetex,
+    /// A command the filter may rewrite: MSETEX or COMMAND (which may ask
+    /// for MSETEX's keys) where the TTL form's options must be packed
+    /// before the server reads keys, ACL on Redis 7.0 (see `acl`).
+    Rewrite,
 }
 
 /// Classifies a command by its name, for the command filter (which runs
@@ -242,7 +419,10 @@ pub fn seen(name: &[u8]) -> Seen {
                 && (name.eq_ignore_ascii_case(module.name.as_bytes())
                     || name.eq_ignore_ascii_case(b"COMMAND")) =>
         {
-            Seen::Msetex
+            Seen::Rewrite
+        }
+        Some(module) if module.acl == AclCheck::Translated && name.eq_ignore_ascii_case(b"ACL") => {
+            Seen::Rewrite
         }
         _ => Seen::Other,
     }
@@ -259,6 +439,23 @@ pub fn seen(name: &[u8]) -> Seen {
 /// which has no keys, is not routed, and refuses it.
 pub fn rewrite(args: &[&[u8]]) -> Option<Rewrite> {
     let module = config::get()?;
+    if args
+        .first()
+        .is_some_and(|name| name.eq_ignore_ascii_case(b"ACL"))
+    {
+        return match acl::acl_command(args, &module.name) {
+            acl::AclCommand::SetUser(ops) => Some(Rewrite {
+                at: 3,
+                replaced: args.len().saturating_sub(3),
+                with: ops,
+            }),
+            acl::AclCommand::Load => {
+                acl::set_pending();
+                None
+            }
+            acl::AclCommand::Other => None,
+        };
+    }
     let is_msetex = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes());
     // `COMMAND GETKEYS[ANDFLAGS] msetex ...` asks about the call after it
     // (and is never routed: packing always answers it right).
@@ -277,24 +474,24 @@ pub fn rewrite(args: &[&[u8]]) -> Option<Rewrite> {
     match (module.profile.ttl_options, &module.unroutable_c) {
         (TtlOptions::Refused, Some(unroutable)) if routed => Some(Rewrite {
             at: 0,
-            replacement: unroutable.as_bytes().to_vec(),
             replaced: 1,
+            with: vec![unroutable.as_bytes().to_vec()],
         }),
         _ => Some(Rewrite {
             at: args.len() - call.len() + 1,
-            replacement: packed,
             replaced,
+            with: vec![packed],
         }),
     }
 }
 
-/// How the filter rewrites a call: the `replaced` arguments from `at` on
-/// become the one argument `replacement`.
+/// How the filter rewrites a command: the `replaced` arguments from `at`
+/// on become `with`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rewrite {
     pub at: usize,
-    pub replacement: Vec<u8>,
     pub replaced: usize,
+    pub with: Vec<Vec<u8>>,
 }
 
 /// `<name>.unroutable ...`: a TTL-form call with options on a server that

@@ -24,9 +24,9 @@ pub enum KeysDeclared {
 pub enum AclCheck {
     /// The server checks ACL categories (Redis 7.2+, Valkey): nothing to do.
     ByServer,
-    /// No categories for module commands (Redis 7.0): the module checks
-    /// that the user may run SET on the first key.
-    AgainstSet,
+    /// No categories for module commands (Redis 7.0): the command filter
+    /// gives MSETEX its 7.2 permission in every rule set (see `acl`).
+    Translated,
     /// Redis 6.2: no module API can check a command permission.
     Unavailable,
 }
@@ -92,6 +92,16 @@ impl Module {
         match self.syntax {
             Syntax::Ttl => c"ttl",
             Syntax::Numkeys => c"numkeys",
+        }
+    }
+
+    /// `INFO msetex` `msetex_acl`: how ACL rules reach MSETEX.
+    pub fn acl_label(&self) -> &'static std::ffi::CStr {
+        match self.acl {
+            AclCheck::ByServer => c"categories",
+            AclCheck::Translated if crate::acl::pending() => c"correcting",
+            AclCheck::Translated => c"translated",
+            AclCheck::Unavailable => c"by-name",
         }
     }
 

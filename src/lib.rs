@@ -12,6 +12,7 @@
 //! decides what goes to replicas and the AOF), `command_info` describes
 //! it, and `ffi` holds every raw module API call.
 
+mod acl;
 mod command;
 mod command_info;
 mod config;
@@ -170,6 +171,11 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         Replicate::Set => None,
     };
 
+    if acl == AclCheck::Translated {
+        // Users defined before (or loaded after) the module hold rules the
+        // command filter never saw: corrected before MSETEX first runs.
+        acl::set_pending();
+    }
     let watching = ffi::watch_replication(raw);
     propagation::set_watching(watching && profile.shortcut_allowed);
     if !watching {
@@ -275,7 +281,7 @@ fn register_extras(ctx: &Context, name: &CStr, docs: &command_info::Docs) -> Acl
     let categories = ffi::set_acl_categories(ctx.ctx, name, command_info::ACL_CATEGORIES);
     let acl = match categories {
         Ok(Optional::Done) => AclCheck::ByServer,
-        _ if ffi::acl_check_available() => AclCheck::AgainstSet,
+        _ if ffi::acl_check_available() => AclCheck::Translated,
         _ => AclCheck::Unavailable,
     };
     let extras = [
@@ -284,7 +290,8 @@ fn register_extras(ctx: &Context, name: &CStr, docs: &command_info::Docs) -> Acl
             ffi::set_command_info(ctx.ctx, name, docs),
         ),
         (
-            "ACL categories (MSETEX checks that the user may run SET instead)",
+            "ACL categories (MSETEX gets the permission of its categories through the rules \
+             ACL SETUSER sets)",
             categories,
         ),
     ];
@@ -321,10 +328,21 @@ type Allocator = std::alloc::System;
 #[cfg(test)]
 const ALLOCATOR: Allocator = std::alloc::System;
 
+/// MODULE UNLOAD: refused while it would leave the server unable to
+/// describe or replay users' ACL rules (see `command::on_unload`).
+fn deinit(ctx: &Context) -> Status {
+    if ffi::may_unload(ctx.ctx) {
+        Status::Ok
+    } else {
+        Status::Err
+    }
+}
+
 redis_module! {
     name: "msetex",
     version: 20100,
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: init,
+    deinit: deinit,
 }

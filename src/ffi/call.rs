@@ -250,7 +250,7 @@ pub struct ContextFlags {
 impl<'call> Ctx<'call> {
     /// The context of a command the server is calling back; `None` before
     /// the module API was looked up (never, once loaded).
-    fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
+    pub(super) fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
         API.get().map(|api| Ctx {
             raw,
             api,
@@ -279,9 +279,13 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.milliseconds)() }
     }
 
-    pub fn flags(&self) -> ContextFlags {
+    fn flags_raw(&self) -> c_int {
         // SAFETY: ctx is the live command context; the call only reads state.
-        let flags = unsafe { (self.api.get_context_flags)(self.raw) };
+        unsafe { (self.api.get_context_flags)(self.raw) }
+    }
+
+    pub fn flags(&self) -> ContextFlags {
+        let flags = self.flags_raw();
         let has = |flag: u32| flags & flag as c_int != 0;
         ContextFlags {
             aof: has(raw::REDISMODULE_CTX_FLAGS_AOF),
@@ -498,68 +502,138 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
     }
 
-    /// True when the calling user may run `SET key value` (Redis 7.0's ACL
-    /// API), or `MSET key value` where SET was renamed away. A refusal is
-    /// also written to the ACL log, as the server's own. True where the API
+    /// Whether the calling client's user may run the command `args` (all of
+    /// it: the command and every key, in one selector, as the server checks
+    /// it), through the module ACL API (Redis 7.0+). A refusal is written to
+    /// the ACL log (reason `command`, or `key` with the first key in `keys`
+    /// that no selector lets the user write), as the server's own. Clients
+    /// without a user (the replication link, another module's RM_Call) may
+    /// run anything, as for the server; so does every client where the API
     /// is missing (the caller only asks where it exists).
-    pub fn may_run_set(&self, key: Arg<'call>, value: Arg<'call>, command: &CStr) -> bool {
+    pub fn acl_verdict(
+        &self,
+        command: &CStr,
+        args: &[Arg<'call>],
+        keys: &[Arg<'call>],
+    ) -> AclVerdict {
         let api = self.api;
-        let (Some(user_name), Some(from_name), Some(check), Some(free_user)) = (
-            api.get_current_user_name,
+        let (Some(by_id), Some(from_name), Some(check), Some(free_user)) = (
+            api.get_client_user_name_by_id,
             api.get_module_user_from_user_name,
             api.acl_check_command_permissions,
             api.free_module_user,
         ) else {
-            return true;
+            return AclVerdict::Allowed;
         };
-        // SAFETY: ctx is the live command context; the returned string (or
-        // NULL for a client without a user) is ours to free.
-        let name = OwnedString::new(unsafe { user_name(self.raw) }, api);
+        // SAFETY: ctx is the live command context.
+        let id = unsafe { (api.get_client_id)(self.raw) };
+        // SAFETY: the returned string (or NULL) is ours to free.
+        let mut name = OwnedString::new(unsafe { by_id(self.raw, id) }, api);
+        if name.is_none() {
+            let no_user = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSUP);
+            let script = self.flags_raw() & raw::REDISMODULE_CTX_FLAGS_LUA as c_int != 0;
+            // A script's client is not in the client index, but it has the
+            // user of the client that runs the script; an RM_Call client
+            // has none (asking for its user's name would crash 7.0).
+            if no_user || !script {
+                return AclVerdict::Allowed;
+            }
+            if let Some(current) = api.get_current_user_name {
+                // SAFETY: a script client has a user; the string is ours.
+                name = OwnedString::new(unsafe { current(self.raw) }, api);
+            }
+        }
         let Some(name) = name else {
-            return true; // no user: the server's own clients
+            return AclVerdict::Allowed;
         };
         // SAFETY: name is a live string; the user (or NULL) is ours to free.
         let user = unsafe { from_name(name.ptr) };
         if user.is_null() {
-            return false; // the user was deleted meanwhile
+            return AclVerdict::DeniedCommand; // the user was deleted meanwhile
         }
-        let mut allowed = false;
-        for writer in [&b"SET"[..], b"MSET"] {
-            let Some(writer) = self.string(writer) else {
-                break;
+        let run = |argv: &[Arg<'call>]| {
+            let mut ptrs: Vec<*mut RedisModuleString> = argv.iter().map(|a| a.ptr).collect();
+            let argc = c_int::try_from(ptrs.len()).unwrap_or(0);
+            // SAFETY: user is live; ptrs holds argc live strings.
+            unsafe { check(user, ptrs.as_mut_ptr(), argc) == OK }
+        };
+        let verdict = if run(args) {
+            AclVerdict::Allowed
+        } else if !run(args.get(..1).unwrap_or_default()) {
+            AclVerdict::DeniedCommand
+        } else {
+            let writable = |key: &Arg<'call>| {
+                api.acl_check_key_permissions.is_none_or(|check_key| {
+                    // SAFETY: user and key are live.
+                    unsafe {
+                        check_key(user, key.ptr, raw::REDISMODULE_CMD_KEY_UPDATE as c_int) == OK
+                    }
+                })
             };
-            let mut argv = [writer.ptr, key.ptr, value.ptr];
-            // SAFETY: user is live; argv holds three live strings.
-            allowed = unsafe { check(user, argv.as_mut_ptr(), 3) } == OK;
-            // ENOENT: no such command (renamed): ask about the next one.
-            let unknown = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT);
-            if allowed || !unknown {
-                break;
-            }
-        }
-        if !allowed {
-            if let (Some(add_entry), Some(object)) =
-                (api.acl_add_log_entry, self.string(command.to_bytes()))
-            {
-                // SAFETY: ctx, user and object are live; the server copies them.
-                unsafe {
-                    add_entry(
-                        self.raw,
-                        user,
-                        object.ptr,
-                        raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD,
-                    )
-                };
-            }
+            let index = keys.iter().position(|k| !writable(k)).unwrap_or(0);
+            AclVerdict::DeniedKey(index)
+        };
+        // The command as the server names it (not as the client typed it).
+        let name = self.string(command.to_bytes());
+        let object = match verdict {
+            AclVerdict::Allowed => None,
+            AclVerdict::DeniedCommand => name.as_ref().map(|n| {
+                (
+                    n.ptr,
+                    raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD,
+                )
+            }),
+            AclVerdict::DeniedKey(index) => keys.get(index).map(|k| {
+                (
+                    k.ptr,
+                    raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
+                )
+            }),
+        };
+        if let (Some(add_entry), Some((object, reason))) = (api.acl_add_log_entry, object) {
+            // SAFETY: ctx, user and object are live; the server copies them.
+            unsafe { add_entry(self.raw, user, object, reason) };
         }
         // SAFETY: freed exactly once, not used afterwards.
         unsafe { free_user(user) };
-        allowed
+        verdict
+    }
+
+    /// Runs a server command through the module API (as the module, with no
+    /// user: nothing is checked against ACLs) and returns its reply.
+    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<CallValue> {
+        let strings: Vec<OwnedString> =
+            args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
+        let mut ptrs: Vec<*mut RedisModuleString> = strings.iter().map(|s| s.ptr).collect();
+        // SAFETY: format "v" matches an array of live module strings and its
+        // length; the reply is ours until freed below.
+        let reply = unsafe {
+            (self.api.call)(
+                self.raw,
+                command.as_ptr(),
+                c"v".as_ptr(),
+                ptrs.as_mut_ptr(),
+                ptrs.len(),
+            )
+        };
+        if reply.is_null() {
+            return None;
+        }
+        // SAFETY: reply is live until freed just below.
+        let value = unsafe { call_value(self.api, reply, 0) };
+        // SAFETY: freed exactly once, not used afterwards.
+        unsafe { (self.api.free_call_reply)(reply) };
+        Some(value)
     }
 
     /// True when the config `name` is `yes` (CONFIG GET through the server).
     pub fn config_is_yes(&self, name: &CStr) -> bool {
-        config_get(self.raw, self.api, name).is_some_and(|value| value == "yes")
+        self.config(name).is_some_and(|value| value == "yes")
+    }
+
+    /// The value of the config `name` (CONFIG GET through the server).
+    pub fn config(&self, name: &CStr) -> Option<String> {
+        config_get(self.raw, self.api, name)
     }
 
     /// A new string owned by the module (not by the call), freed on drop.
@@ -609,6 +683,69 @@ impl<'call> Ctx<'call> {
                 Reply::Error(text) => (self.api.reply_with_error)(self.raw, text.as_ptr()),
             }
         }
+    }
+}
+
+/// What the module ACL API says about the calling user and one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclVerdict {
+    Allowed,
+    /// No selector allows the command itself.
+    DeniedCommand,
+    /// A selector allows the command, none the keys: the index of the key
+    /// reported (the first one no selector lets the user write).
+    DeniedKey(usize),
+}
+
+/// A reply of [`Ctx::call`], copied out of the server's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallValue {
+    Text(Vec<u8>),
+    Integer(i64),
+    Array(Vec<CallValue>),
+    Error(String),
+    Nil,
+}
+
+/// Copies a call reply (nested arrays at most 8 deep, as the replies the
+/// module reads are).
+///
+/// # Safety
+///
+/// `reply` is a live call reply.
+unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) -> CallValue {
+    // SAFETY: reply is live (the caller's contract).
+    let kind = unsafe { (api.call_reply_type)(reply) };
+    let text = || {
+        // SAFETY: as above.
+        let text = unsafe { reply_text(api, reply) };
+        text.unwrap_or_default()
+    };
+    match kind as isize {
+        raw::REDISMODULE_REPLY_STRING => CallValue::Text(text().into_bytes()),
+        raw::REDISMODULE_REPLY_ERROR => CallValue::Error(text()),
+        // SAFETY: as above, an integer reply.
+        raw::REDISMODULE_REPLY_INTEGER => {
+            CallValue::Integer(unsafe { (api.call_reply_integer)(reply) })
+        }
+        raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
+            // SAFETY: as above; the elements belong to the reply.
+            let len = unsafe { (api.call_reply_length)(reply) };
+            let items = (0..len)
+                .map(|i| {
+                    // SAFETY: i < len; the element is live while reply is.
+                    let item = unsafe { (api.call_reply_array_element)(reply, i) };
+                    if item.is_null() {
+                        CallValue::Nil
+                    } else {
+                        // SAFETY: item is live.
+                        unsafe { call_value(api, item, depth + 1) }
+                    }
+                })
+                .collect();
+            CallValue::Array(items)
+        }
+        _ => CallValue::Nil,
     }
 }
 

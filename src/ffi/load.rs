@@ -3,13 +3,13 @@
 //! filter, and reading INFO fields and configs.
 
 use std::ffi::{CStr, CString};
-use std::panic::catch_unwind;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCtx};
 
 use super::call::{
-    apply_entry, changes_entry, config_get, msetex_entry, reply_text, unroutable_entry,
+    apply_entry, changes_entry, config_get, msetex_entry, reply_text, unroutable_entry, Ctx,
 };
 use super::{Api, API, OK};
 use crate::command_info::{self as info, ArgKind, Docs, KeySpec};
@@ -131,22 +131,33 @@ pub fn watch_replication(ctx: *mut RedisModuleCtx) -> bool {
 }
 
 unsafe extern "C" fn server_event(
-    _ctx: *mut RedisModuleCtx,
+    ctx: *mut RedisModuleCtx,
     event: raw::RedisModuleEvent,
     _subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
     // A panic must not cross into the server; the state just stays unknown.
-    let _ = catch_unwind(|| {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
         if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
             crate::propagation::on_cron(|| {
                 let fields = server_info_fields(c"replication", &crate::propagation::PROBED_FIELDS);
                 crate::propagation::ReplicationInfo::from_fields(&fields)
             });
+            if let Some(ctx) = Ctx::of(ctx) {
+                crate::command::on_cron(&ctx);
+            }
         } else {
             crate::propagation::on_listener_may_appear();
         }
-    });
+    }));
+}
+
+/// MODULE UNLOAD asks first: false refuses it (see `command::on_unload`).
+pub fn may_unload(ctx: *mut RedisModuleCtx) -> bool {
+    let Some(ctx) = Ctx::of(ctx) else {
+        return true;
+    };
+    catch_unwind(AssertUnwindSafe(|| crate::command::on_unload(&ctx))).unwrap_or(false)
 }
 
 /// Runs before every command any client sends (and the replication stream):
@@ -172,7 +183,7 @@ unsafe extern "C" fn command_filter(filter: *mut raw::RedisModuleCommandFilterCt
             crate::command::Seen::ReplicationHandshake => {
                 crate::propagation::on_listener_may_appear()
             }
-            crate::command::Seen::Msetex => {
+            crate::command::Seen::Rewrite => {
                 // SAFETY: every position below count exists.
                 let args: Vec<&[u8]> = (0..count)
                     .filter_map(|i| unsafe { filter_arg(api, filter, i) })
@@ -182,9 +193,7 @@ unsafe extern "C" fn command_filter(filter: *mut raw::RedisModuleCommandFilterCt
                 }
                 if let Some(change) = crate::command::rewrite(&args) {
                     // SAFETY: filter is live; the positions exist (counted above).
-                    unsafe {
-                        rewrite(api, filter, change.at, &change.replacement, change.replaced)
-                    };
+                    unsafe { replace_args(api, filter, change.at, change.replaced, &change.with) };
                 }
             }
         }
@@ -217,48 +226,64 @@ unsafe fn filter_arg<'a>(
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
-/// Replaces the `replaced` arguments from position `at` on with the single
-/// argument `replacement`. If the server refuses a step (it cannot: the positions
-/// exist), the call becomes an unknown command, refused with nothing
-/// written, rather than run with its arguments shifted.
+/// Replaces the `count` arguments from position `at` on with `with`. If the
+/// server refuses a step (it cannot: the positions exist), the command
+/// becomes an unknown one, refused with nothing done, rather than run with
+/// some of its arguments changed.
 ///
 /// # Safety
 ///
 /// `filter` is the live filter context of a command with at least
-/// `at + replaced` arguments.
-unsafe fn rewrite(
+/// `at + count` arguments.
+unsafe fn replace_args(
     api: &Api,
     filter: *mut raw::RedisModuleCommandFilterCtx,
     at: usize,
-    replacement: &[u8],
-    replaced: usize,
+    count: usize,
+    with: &[Vec<u8>],
 ) {
-    let Ok(at) = c_int::try_from(at) else {
-        return;
-    };
     let new_string = |bytes: &[u8]| {
         // SAFETY: a NULL ctx makes the string the filter's to hand over.
         unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
     };
-    let arg = new_string(replacement);
-    if arg.is_null() {
-        return; // nothing changed: the call runs as sent
-    }
-    // SAFETY: position `at` exists; on success the command owns arg.
-    if unsafe { (api.command_filter_arg_replace)(filter, at, arg) } != OK {
-        // SAFETY: not handed over, so still ours; freed once.
-        unsafe { (api.free_string)(std::ptr::null_mut(), arg) };
-        return;
-    }
-    for _ in 1..replaced {
-        // SAFETY: the arguments after position `at` exist (the caller's contract).
-        if unsafe { (api.command_filter_arg_delete)(filter, at + 1) } != OK {
-            let refused = new_string(b"msetex: options could not be packed");
-            if !refused.is_null() {
-                // SAFETY: position 0 exists; the command owns the string.
-                unsafe { (api.command_filter_arg_replace)(filter, 0, refused) };
+    let step = |index: usize, arg: Option<&Vec<u8>>, replace: bool| -> bool {
+        let Ok(pos) = c_int::try_from(at + index) else {
+            return false;
+        };
+        let Some(arg) = arg else {
+            // SAFETY: the position exists (the caller's contract).
+            return unsafe { (api.command_filter_arg_delete)(filter, pos) } == OK;
+        };
+        let string = new_string(arg);
+        if string.is_null() {
+            return false;
+        }
+        // SAFETY: the position exists; on success the command owns string.
+        let status = unsafe {
+            if replace {
+                (api.command_filter_arg_replace)(filter, pos, string)
+            } else {
+                (api.command_filter_arg_insert)(filter, pos, string)
             }
-            return;
+        };
+        if status != OK {
+            // SAFETY: not handed over, so still ours; freed once.
+            unsafe { (api.free_string)(std::ptr::null_mut(), string) };
+        }
+        status == OK
+    };
+    let kept = count.min(with.len());
+    let done = (0..kept).all(|i| step(i, with.get(i), true))
+        && (kept..with.len()).all(|i| step(i, with.get(i), false))
+        && (with.len()..count).all(|_| step(with.len(), None, true));
+    if !done && at + kept > 0 {
+        let refused = new_string(b"msetex: the command could not be rewritten");
+        // SAFETY: position 0 exists; on success the command owns the string.
+        if !refused.is_null()
+            && unsafe { (api.command_filter_arg_replace)(filter, 0, refused) } != OK
+        {
+            // SAFETY: not handed over; freed once.
+            unsafe { (api.free_string)(std::ptr::null_mut(), refused) };
         }
     }
 }
@@ -299,6 +324,7 @@ unsafe extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
         if let Some(module) = crate::config::get() {
             labels.push((c"syntax", module.syntax_label()));
             labels.push((c"replicate", module.replicate_label()));
+            labels.push((c"acl", module.acl_label()));
         }
         for (name, value) in labels {
             // SAFETY: as above; both strings are NUL-terminated and copied.

@@ -83,6 +83,7 @@ module_api! {
         call_reply_length = RedisModule_CallReplyLength: fn(*mut RedisModuleCallReply) -> usize;
         call_reply_array_element = RedisModule_CallReplyArrayElement: fn(*mut RedisModuleCallReply, usize) -> *mut RedisModuleCallReply;
         call_reply_string_ptr = RedisModule_CallReplyStringPtr: fn(*mut RedisModuleCallReply, *mut usize) -> *const c_char;
+        call_reply_integer = RedisModule_CallReplyInteger: fn(*mut RedisModuleCallReply) -> c_longlong;
         free_call_reply = RedisModule_FreeCallReply: fn(*mut RedisModuleCallReply);
         reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
         reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
@@ -107,6 +108,8 @@ module_api! {
         command_filter_arg_get = RedisModule_CommandFilterArgGet: fn(*mut raw::RedisModuleCommandFilterCtx, c_int) -> *mut RedisModuleString;
         command_filter_arg_replace = RedisModule_CommandFilterArgReplace: fn(*mut raw::RedisModuleCommandFilterCtx, c_int, *mut RedisModuleString) -> c_int;
         command_filter_arg_delete = RedisModule_CommandFilterArgDelete: fn(*mut raw::RedisModuleCommandFilterCtx, c_int) -> c_int;
+        command_filter_arg_insert = RedisModule_CommandFilterArgInsert: fn(*mut raw::RedisModuleCommandFilterCtx, c_int, *mut RedisModuleString) -> c_int;
+        get_client_id = RedisModule_GetClientId: fn(*mut RedisModuleCtx) -> libc::c_ulonglong;
     }
     optional {
         // Redis 7.0+: declares a key with its access flags (for ACLs).
@@ -123,6 +126,10 @@ module_api! {
         acl_check_command_permissions = RedisModule_ACLCheckCommandPermissions: fn(*mut RedisModuleUser, *mut *mut RedisModuleString, c_int) -> c_int;
         free_module_user = RedisModule_FreeModuleUser: fn(*mut RedisModuleUser);
         acl_add_log_entry = RedisModule_ACLAddLogEntry: fn(*mut RedisModuleCtx, *mut RedisModuleUser, *mut RedisModuleString, raw::RedisModuleACLLogEntryReason);
+        // Redis 7.0+: a client's user by its id (NULL for no user, safely).
+        get_client_user_name_by_id = RedisModule_GetClientUserNameById: fn(*mut RedisModuleCtx, u64) -> *mut RedisModuleString;
+        // Redis 7.0+: a key permission of a user.
+        acl_check_key_permissions = RedisModule_ACLCheckKeyPermissions: fn(*mut RedisModuleUser, *mut RedisModuleString, c_int) -> c_int;
         // Redis 7.2+ / Valkey: which module options this server knows.
         get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
     }
@@ -176,7 +183,8 @@ mod load;
 mod sds;
 
 pub use call::{
-    Arg, Contents, ContextFlags, Ctx, EventClass, Key, KeyPositions, OwnedString, Reply, Touch,
+    AclVerdict, Arg, CallValue, Contents, ContextFlags, Ctx, EventClass, Key, KeyPositions,
+    OwnedString, Reply, Touch,
 };
 pub use load::*;
 pub use sds::Allocation;

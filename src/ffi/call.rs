@@ -45,17 +45,8 @@ pub(super) unsafe extern "C" fn msetex_entry(
     let Some(call) = Ctx::of(ctx) else {
         return ERR;
     };
-    let argc = usize::try_from(argc).unwrap_or(0);
-    let args = || -> Vec<Arg<'_>> {
-        if argv.is_null() || argc == 0 {
-            return Vec::new();
-        }
-        // SAFETY: the server passes argc valid, non-null argument strings
-        // that live until this function returns; Arg borrows them for no
-        // longer than this call.
-        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
-        raw_args.iter().map(|&ptr| call.arg(ptr)).collect()
-    };
+    // SAFETY: the server passes argc live argument strings for this call.
+    let args = || unsafe { call.args(argv, argc) };
     // SAFETY: ctx is the context of this call.
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
         // The server only wants to know where the keys are (cluster slot,
@@ -85,14 +76,8 @@ pub(super) unsafe extern "C" fn apply_entry(
     let Some(call) = Ctx::of(ctx) else {
         return ERR;
     };
-    let argc = usize::try_from(argc).unwrap_or(0);
-    let args: Vec<Arg<'_>> = if argv.is_null() || argc == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: as in msetex_entry: argc live argument strings for the call.
-        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
-        raw_args.iter().map(|&ptr| call.arg(ptr)).collect()
-    };
+    // SAFETY: the server passes argc live argument strings for this call.
+    let args = unsafe { call.args(argv, argc) };
     call.run(&args, crate::command::apply)
 }
 
@@ -256,6 +241,23 @@ impl<'call> Ctx<'call> {
             api,
             _call: PhantomData,
         })
+    }
+
+    /// The arguments of a command call.
+    ///
+    /// # Safety
+    ///
+    /// `argv` holds `argc` live argument strings that outlive the call (the
+    /// server's argv while the command runs), or is NULL.
+    unsafe fn args(&self, argv: *mut *mut RedisModuleString, argc: c_int) -> Vec<Arg<'call>> {
+        let argc = usize::try_from(argc).unwrap_or(0);
+        if argv.is_null() || argc == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller's contract; Arg borrows them for no longer
+        // than the call.
+        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
+        raw_args.iter().map(|&ptr| self.arg(ptr)).collect()
     }
 
     fn arg(&self, ptr: *mut RedisModuleString) -> Arg<'call> {

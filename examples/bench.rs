@@ -133,6 +133,9 @@ enum Persistence {
     None,
     Aof,
     Replica,
+    /// Cluster mode, one node owning every slot, nothing else: where the
+    /// module never trusts "nobody listens" (docs/DESIGN.md).
+    Cluster,
 }
 
 /// One server configuration; its rows run on one server (and replica).
@@ -338,6 +341,7 @@ fn groups(servers: &[Target]) -> Vec<Vec<Setup>> {
         Replicate::BOTH
             .map(|mode| setup(0, Form::Ttl, Persistence::Replica, mode))
             .to_vec(),
+        vec![setup(0, Form::Ttl, Persistence::Cluster, Replicate::Set)],
     ];
     for server in 1..servers.len() {
         list.push(vec![setup(
@@ -455,10 +459,22 @@ impl Bench {
             .line("repl-diskless-sync-delay 0");
         let config = match setup.persistence {
             Persistence::Aof => config.line("appendonly yes").line("appendfsync everysec"),
+            Persistence::Cluster => config
+                .line("cluster-enabled yes")
+                .line("cluster-config-file nodes.conf"),
             _ => config,
         };
         let primary = config.clone().start();
         let mut con = primary.client();
+        if setup.persistence == Persistence::Cluster {
+            let mut addslots = vec!["CLUSTER".to_owned(), "ADDSLOTS".to_owned()];
+            addslots.extend((0..16384).map(|slot: u32| slot.to_string()));
+            q::<(), _>(&mut con, &addslots);
+            let ok = eventually(std::time::Duration::from_secs(20), || {
+                q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+            });
+            assert!(ok, "the one-node cluster never became ok");
+        }
         self.pinning.move_server(&mut con, true);
         let replica = (setup.persistence == Persistence::Replica).then(|| {
             let replica_config = match setup.replicate {
@@ -499,6 +515,9 @@ impl Bench {
                 },
                 setup.replicate.arg()
             ),
+            Persistence::Cluster => {
+                "cluster mode (one node, no replica, keys of one hash tag)".to_owned()
+            }
         };
         format!("{server}{form}, {persistence}")
     }
@@ -577,7 +596,16 @@ impl Bench {
         }
     }
 
-    fn prepare(&self, running: &mut Running, workload: Workload, value: &str) {
+    /// Every key of a run starts with this: in cluster mode one hash tag,
+    /// so that a call's keys share a slot.
+    fn key_prefix(setup: Setup) -> &'static str {
+        match setup.persistence {
+            Persistence::Cluster => "{k}:",
+            _ => "k:",
+        }
+    }
+
+    fn prepare(&self, running: &mut Running, setup: Setup, workload: Workload, value: &str) {
         let con = &mut running.con;
         q::<(), _>(con, &["FLUSHALL"]);
         // The allocator keeps freed pages for a while, then returns them:
@@ -592,7 +620,7 @@ impl Bench {
                 let mut pipe = redis::pipe();
                 for i in chunk {
                     pipe.cmd("SET")
-                        .arg(format!("k:{i:012}"))
+                        .arg(format!("{}{i:012}", Self::key_prefix(setup)))
                         .arg(value)
                         .arg("EX")
                         .arg(TTL)
@@ -609,7 +637,8 @@ impl Bench {
 
     fn command_args(&self, running: &Running, row: Row, variant: Variant) -> Vec<String> {
         let value = row.values.value();
-        let pairs = || (0..row.batch).flat_map(|_| ["k:__rand_int__".to_owned(), value.clone()]);
+        let key = format!("{}__rand_int__", Self::key_prefix(row.setup));
+        let pairs = || (0..row.batch).flat_map(|_| [key.clone(), value.clone()]);
         let mut args: Vec<String> = Vec::new();
         match variant {
             Variant::Module if row.setup.form == Form::Ttl => {
@@ -635,14 +664,14 @@ impl Bench {
                     running.lua_sha.clone(),
                     row.batch.to_string(),
                 ]);
-                args.extend((0..row.batch).map(|_| "k:__rand_int__".to_owned()));
+                args.extend((0..row.batch).map(|_| key.clone()));
                 args.extend((0..row.batch).map(|_| value.clone()));
                 args.push(TTL.to_owned());
             }
             Variant::Setex => {
                 args.extend([
                     "SETEX".to_owned(),
-                    "k:__rand_int__".to_owned(),
+                    key.clone(),
                     TTL.to_owned(),
                     value.clone(),
                 ]);
@@ -657,7 +686,7 @@ impl Bench {
         row: Row,
         variant: Variant,
     ) -> Result<Sample, String> {
-        self.prepare(running, row.workload, &row.values.value());
+        self.prepare(running, row.setup, row.workload, &row.values.value());
         let args = self.command_args(running, row, variant);
         let (requests, pipeline, keys_per_request) = match variant {
             Variant::Setex => (self.options.keys_per_run, row.batch, 1),
@@ -1564,6 +1593,13 @@ impl Report {
                 Persistence::None,
                 Replicate::Set,
                 Values::Integer,
+                Variant::Mset,
+            ),
+            (
+                "cluster mode, no replica",
+                Persistence::Cluster,
+                Replicate::Set,
+                Values::Small,
                 Variant::Mset,
             ),
             (

@@ -10,9 +10,9 @@ use std::ffi::CString;
 
 use crate::config::{self, AclCheck, KeysDeclared, Module};
 use crate::ffi::{AclVerdict, Arg, CallValue, ContextFlags, Ctx, KeyPositions, Reply, Touch};
-use crate::parse::{self, Ack, Condition, ParseError, Request, Syntax};
+use crate::parse::{self, Ack, Condition, Expiry, ParseError, Request, Syntax};
 use crate::propagation::{PerCallCommand, Wire};
-use crate::server::{Product, TtlOptions};
+use crate::server::{PastDeadline, Product, TtlOptions};
 use crate::{acl, ffi, propagation, stats, write};
 
 /// `MSETEX ...` in the syntax the module was loaded with.
@@ -81,7 +81,13 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Refusa
     } else {
         Touch::No
     };
-    if !condition_holds(ctx, pairs, request.condition, touch) {
+    if !condition_holds(
+        ctx,
+        pairs,
+        request.condition,
+        touch,
+        module.profile.signal_on_close,
+    ) {
         return Ok(Reply::Integer(0));
     }
     write(ctx, module, pairs, &request, flags)
@@ -116,30 +122,33 @@ fn write(
     flags: ContextFlags,
 ) -> Result<Reply, Refusal> {
     let mut wire = Wire::new(ctx, module.replicate, flags.aof);
-    let deletes = write::deletes_past_keys(
-        &module.profile,
-        request.expiry,
-        ctx.now_ms(),
-        flags.replica || flags.loading,
-    );
-    if let Some(event) = deletes {
-        write::delete_all(ctx, pairs, event, &mut wire)?;
-    } else {
-        let written = write::write_all(
+    let written = match request.expiry {
+        // A deadline that looks past where SET may then delete the keys
+        // (Valkey 8+): SET itself decides, from the command's clock.
+        Expiry::At(deadline)
+            if module.profile.past_deadline == PastDeadline::DecidedBySet
+                && deadline <= ctx.now_ms() =>
+        {
+            write::write_as_set(ctx, pairs, deadline, &mut wire)?
+        }
+        _ => write::write_all(
             ctx,
             &module.profile,
             pairs,
             request.expiry,
             flags.active_child,
             &mut wire,
-        )?;
+        )?,
+    };
+    // Keys SET deleted went out as DEL or UNLINK.
+    if written > 0 {
         wire.finish(&PerCallCommand {
             name: module.per_call_name(),
             form: module.per_call,
             pairs,
         })?;
-        stats::record_keys(written);
     }
+    stats::record_keys(written);
     Ok(match request.ack {
         Ack::Ok => Reply::Ok,
         Ack::One => Reply::Integer(1),
@@ -513,16 +522,30 @@ pub fn unroutable(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
 /// without touching hit/miss statistics or signalling anything, and without
 /// counting an access (`touch`) where SET's check does not count one: the
 /// write that follows counts it.
-fn condition_holds(ctx: &Ctx<'_>, pairs: &[Arg<'_>], condition: Condition, touch: Touch) -> bool {
-    let wanted_empty = match condition {
+fn condition_holds(
+    ctx: &Ctx<'_>,
+    pairs: &[Arg<'_>],
+    condition: Condition,
+    touch: Touch,
+    read_only: bool,
+) -> bool {
+    let wanted = match condition {
         Condition::Always => return true,
-        Condition::NoneExist => true,
-        Condition::AllExist => false,
+        Condition::NoneExist => false,
+        Condition::AllExist => true,
     };
-    pairs.iter().step_by(2).all(|key| {
-        ctx.open_key(*key, touch)
-            .is_some_and(|handle| handle.is_empty() == wanted_empty)
-    })
+    // Where closing a key opened for writing signals it (`signal_on_close`),
+    // the keys are opened for reading, without any effect a client sees.
+    let exists = |key: Arg<'_>| {
+        if read_only {
+            ctx.open_key_to_read(key)
+                .is_some_and(|handle| !handle.is_empty())
+        } else {
+            ctx.open_key(key, touch)
+                .is_some_and(|handle| !handle.is_empty())
+        }
+    };
+    pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
 }
 
 /// The error text for a refused call, as the server words it: SET's texts

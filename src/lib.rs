@@ -104,7 +104,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     }
 
     let name = CString::new(options.command_name.as_str()).map_err(|e| e.to_string())?;
-    ffi::set_module_options(raw, profile.atomic_slot_migration)?;
+    ffi::set_module_options(raw, profile.atomic_slot_migration, profile.signal_on_close)?;
     ffi::register_info(raw)?;
     let keys = if profile.keys_on_io_threads {
         KeysDeclared::BySpecs

@@ -10,8 +10,6 @@
 //!
 //! Pure functions (no Redis types) so every server kind is unit-tested.
 
-use std::ffi::CStr;
-
 use crate::load_args::LoadOptions;
 use crate::parse::Syntax;
 
@@ -102,12 +100,56 @@ pub struct Environment {
 pub enum PastDeadline {
     /// Stores the key, which is then logically expired (Redis, Valkey 7.2).
     Store,
-    /// Deletes the key at once, fires this event and replicates a DEL or
-    /// UNLINK (Valkey 8.0: `del`; 8.1 and later: `expired`).
-    Delete {
-        event: &'static CStr,
-        expired_class: bool,
-    },
+    /// Valkey 8+: deletes an existing key at once (and replicates a DEL or
+    /// UNLINK), unless the deadline is still ahead of the command's clock
+    /// (inside a script, its start), the server is a replica, loading, in
+    /// import-mode, or applying a slot migration's stream. No module API
+    /// reads that clock, so where a deadline looks past the server's own
+    /// SET decides, key by key (`write::write_as_set`).
+    DecidedBySet,
+}
+
+/// Where SET stores a string value: in its own allocation, or embedded in
+/// the key's when short enough. A value written in place keeps its own
+/// allocation, so it is stored as SET would only when SET does not embed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Embedding {
+    /// The value is an object of its own (Redis 7.0 to 8.0, Valkey 7.2 and
+    /// 8.0): a string rewritten in place is as compact as SET's, by
+    /// jemalloc's size classes (`sizing`).
+    Separate,
+    /// Redis 8.2+ (`kvobjSet`): a value of at most 44 bytes when key and
+    /// value take at most 41, with a TTL or without.
+    Redis82,
+    /// Valkey 8.1 (`createStringObjectWithKeyAndExpire`): key and value at
+    /// most 33 bytes with a TTL, 41 without; values up to 44.
+    Valkey81,
+    /// Valkey 9 (`shouldEmbedStringObject`): key and value at most 105, 103
+    /// or 101 bytes with a TTL (113, 111, 109 without) as the key is under
+    /// 32, under 256 bytes or longer; values up to 116.
+    Valkey9,
+}
+
+impl Embedding {
+    /// True when SET would store `value` embedded with `key` (the key
+    /// holding a TTL afterwards or not).
+    pub fn embeds(self, key: usize, value: usize, ttl: bool) -> bool {
+        let fits =
+            |most_value: usize, most_both: usize| value <= most_value && key + value <= most_both;
+        match self {
+            Embedding::Separate => false,
+            Embedding::Redis82 => fits(44, 41),
+            Embedding::Valkey81 => fits(44, if ttl { 33 } else { 41 }),
+            Embedding::Valkey9 => {
+                let header = match key {
+                    0..=31 => 0,
+                    32..=255 => 2,
+                    _ => 4,
+                };
+                fits(116, if ttl { 105 } else { 113 } - header)
+            }
+        }
+    }
 }
 
 /// How this server's version tells MSETEX to behave.
@@ -121,17 +163,32 @@ pub struct Profile {
     /// mode with io-threads), where the module context it creates races the
     /// main thread. The module then declares its keys by key specs only.
     pub keys_on_io_threads: bool,
-    /// Writing through the key API (StringSet, DMA, SignalModifiedKey)
-    /// leaves keys as SET does, and counting such a change is cheap. Not on
-    /// Redis 8.2+, where SET also fires `overwritten` / `type_changed` and
-    /// RedisModule_SignalModifiedKey counts a keyspace hit, nor on Redis
-    /// 6.2, where counting a change copies the whole call each time: every
-    /// key is then written by the server's own MSET.
+    /// Writing through the key API (StringSet, DMA, signals) leaves keys as
+    /// SET does, and counting such a change is cheap. Not on Redis 6.2,
+    /// where counting a change copies the whole call each time: every key
+    /// is then written by the server's own MSET.
     pub key_api_writes: bool,
-    /// Shortest string refreshed in place; `None`: never. Where short
-    /// strings are embedded next to their key (Valkey 8.1+), writing into
-    /// one in place costs memory.
-    pub in_place_min_len: Option<usize>,
+    /// Where SET stores a string value, which decides whether one written
+    /// in place is stored as SET would; `None`: never in place (no key API,
+    /// or an allocator whose size classes the check does not know).
+    pub in_place: Option<Embedding>,
+    /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) when it
+    /// replaces a key; a key written in place fires it too.
+    pub fires_overwritten: bool,
+    /// Redis 8.6: `RedisModule_SignalModifiedKey` looks the key up and
+    /// counts a keyspace hit (or a miss), which SET does not; the signal
+    /// that closing a key opened for writing sends counts nothing. So there
+    /// keys are signalled by closing them, and keys only looked at are
+    /// opened for reading.
+    pub signal_on_close: bool,
+    /// Valkey 9.1+: the built-in MSETEX writes each key as SET does (SET's
+    /// encoding, the deadline kept in place, `set` then `expire` per key):
+    /// the keys the key API cannot write go through it instead of MSET and
+    /// a deadline afterwards. (Redis 8.6's fires `expire` before `set`.)
+    pub builtin_batch: bool,
+    /// Redis before 7.2: a key SET overwrites gets a fresh LRU clock (later
+    /// servers keep the old one).
+    pub fresh_lru_on_overwrite: bool,
     pub past_deadline: PastDeadline,
     /// SET NX/XX looks the key up twice on Redis 6.2 (the condition, then
     /// the write), so the NX/XX check counts an access there too.
@@ -180,7 +237,11 @@ impl Profile {
                 legacy_error_texts: false,
                 keys_on_io_threads: true,
                 key_api_writes: false,
-                in_place_min_len: None,
+                in_place: None,
+                fires_overwritten: false,
+                signal_on_close: false,
+                builtin_batch: false,
+                fresh_lru_on_overwrite: false,
                 past_deadline: PastDeadline::Store,
                 condition_counts_access: false,
                 keynum_steps: false,
@@ -201,30 +262,18 @@ impl Profile {
                 && environment.cluster
                 && (io_threads || server.at_least((0, 0), (9, 0)))
         };
-        let key_api_writes =
-            !(redis && (server.version < (7, 0, 0) || server.at_least((8, 2), (0, 0))));
-        // Where SET embeds a string with its key (Valkey 8.1+), writing into
-        // it in place makes it a separate allocation: only strings too long
-        // to be embedded (whatever the key) are written in place there.
-        let in_place_min_len = if !environment.jemalloc || !key_api_writes {
-            None
-        } else if !redis && server.at_least((0, 0), (9, 0)) {
-            Some(115) // Valkey 9.1 embeds up to 113 bytes
-        } else if !redis && server.at_least((0, 0), (8, 1)) {
-            Some(45) // Valkey 8.1 embeds up to 41 bytes
-        } else {
-            Some(1)
+        let key_api_writes = !(redis && server.version < (7, 0, 0));
+        let embedding = match server.product {
+            Product::Redis if server.at_least((8, 2), (0, 0)) => Embedding::Redis82,
+            Product::Valkey if server.at_least((0, 0), (9, 0)) => Embedding::Valkey9,
+            Product::Valkey if server.at_least((0, 0), (8, 1)) => Embedding::Valkey81,
+            _ => Embedding::Separate,
         };
-        let past_deadline = match server.product {
-            Product::Valkey if server.at_least((0, 0), (8, 1)) => PastDeadline::Delete {
-                event: c"expired",
-                expired_class: true,
-            },
-            Product::Valkey if server.at_least((0, 0), (8, 0)) => PastDeadline::Delete {
-                event: c"del",
-                expired_class: false,
-            },
-            _ => PastDeadline::Store,
+        let in_place = (environment.jemalloc && key_api_writes).then_some(embedding);
+        let past_deadline = if !redis && server.at_least((0, 0), (8, 0)) {
+            PastDeadline::DecidedBySet
+        } else {
+            PastDeadline::Store
         };
         let valkey_9 = !redis && server.at_least((0, 0), (9, 0));
         Profile {
@@ -232,7 +281,11 @@ impl Profile {
             legacy_error_texts: redis && server.version < (7, 0, 0),
             keys_on_io_threads,
             key_api_writes,
-            in_place_min_len,
+            in_place,
+            fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
+            signal_on_close: redis && server.at_least((8, 6), (0, 0)),
+            builtin_batch: !redis && server.at_least((0, 0), (9, 1)),
+            fresh_lru_on_overwrite: redis && server.version < (7, 2, 0),
             past_deadline,
             condition_counts_access: redis && server.version < (7, 0, 0),
             keynum_steps: server.has_builtin_msetex(),

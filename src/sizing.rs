@@ -1,5 +1,6 @@
 //! Whether a string value's allocation is no bigger than SET would leave:
-//! the check before writing into a string in place (see `ffi::sds`).
+//! the check before writing into a string in place (the allocation as
+//! `ffi::Key::buffer` reads it).
 //!
 //! SET stores a new object sized exactly for its value, rounded up by the
 //! allocator to its size class. An in-place write keeps the old buffer, so

@@ -6,28 +6,33 @@
 //! Three paths, chosen per key (docs/DESIGN.md has the costs):
 //!
 //! - **in place**: the key holds a string of the same length, exactly
-//!   allocated (no spare capacity, e.g. from APPEND): the new bytes are
-//!   copied into it. The key's dictionary and TTL entries stay; this is what
-//!   makes refreshing sessions nearly as cheap as MSET.
+//!   allocated (no spare capacity, e.g. from APPEND), which SET would not
+//!   store embedded with its key either (`Profile::in_place`): the new bytes
+//!   are copied into it. The key's dictionary and TTL entries stay; this is
+//!   what makes refreshing sessions nearly as cheap as MSET.
 //! - **new key**: the key does not exist: the argument object itself is
 //!   stored, already in SET's encoding (the server's parser made it).
-//! - **MSET**: everything else (integers, other lengths and types, servers
-//!   where the key API differs from SET): the server's own MSET writes a
-//!   batch of such pairs in one call, with SET's encoding (`int`, shared
-//!   integers, embedded strings), events and signals; the module then sets
+//! - **batch**: everything else (integers, other lengths and types, strings
+//!   SET embeds): the server's own command writes a batch of such pairs in
+//!   one call, with SET's encoding (`int`, shared integers, embedded
+//!   strings), events and signals: the built-in MSETEX where it writes each
+//!   key as SET does (Valkey 9.1+), MSET elsewhere, and the module then sets
 //!   each key's expiry.
 //!
-//! Keys are written in argument order, except that MSET-path keys wait in a
-//! batch; a key already waiting flushes the batch first, so a repeated key
-//! always ends with its last value, as with MSET.
+//! Keys are written in argument order: batched keys wait, and the batch is
+//! written before the next key-API write and before a key that waits in it
+//! again, so keyspace events follow the arguments and a repeated key ends
+//! with its last value, as with MSET.
 
 use std::ffi::CStr;
 
-use crate::ffi::{Arg, Contents, Ctx, EventClass, Key, Touch};
+use crate::ffi::{Arg, Contents, Ctx, EventClass, Key, OwnedString, Touch};
 use crate::parse::{parse_i64, Expiry};
 use crate::propagation::{Wire, WrittenBy};
-use crate::server::{PastDeadline, Profile};
-use crate::stats;
+#[cfg(doc)]
+use crate::server::PastDeadline;
+use crate::server::Profile;
+use crate::{sizing, stats};
 
 /// A module API call that its preconditions say cannot fail, failed; the
 /// step that failed. Keys written before it stay written and replicated.
@@ -69,58 +74,43 @@ pub fn write_all<'c>(
     outcome.map(|()| writer.written)
 }
 
-/// SET with a deadline already past deletes the key on this server
-/// (Valkey 8+): returns the event to fire, or `None` to store the keys.
-/// Replicas and AOF loading store them, as SET does there.
-pub fn deletes_past_keys(
-    profile: &Profile,
-    expiry: Expiry,
-    now_ms: i64,
-    applying: bool,
-) -> Option<(&'static CStr, EventClass)> {
-    match (profile.past_deadline, expiry) {
-        (
-            PastDeadline::Delete {
-                event,
-                expired_class,
-            },
-            Expiry::At(deadline),
-        ) if deadline <= now_ms && !applying => {
-            let class = if expired_class {
-                EventClass::Expired
-            } else {
-                EventClass::Generic
-            };
-            Some((event, class))
-        }
-        _ => None,
-    }
-}
-
-/// Deletes every key that exists, as SET with a past deadline does on
-/// Valkey 8+: the change counted, signalled, notified and replicated as a
-/// DEL (or UNLINK, per `lazyfree-lazy-server-del`). Absent keys: nothing.
-pub fn delete_all<'c>(
+/// Writes every pair with the server's own `SET key value PXAT deadline`,
+/// for a deadline that may be past (see [`PastDeadline::DecidedBySet`]):
+/// SET stores the key, or deletes it at once, and fires its events; the
+/// module replicates what it did (the key as written, or a DEL or UNLINK,
+/// per `lazyfree-lazy-expire`, as SET's), and signals each key again as the
+/// caller. Returns how many keys were written.
+pub fn write_as_set<'c>(
     ctx: &'c Ctx<'c>,
     pairs: &[Arg<'c>],
-    (event, class): (&'static CStr, EventClass),
+    deadline: i64,
     wire: &mut Wire<'c>,
-) -> Result<(), Failed> {
-    let unlink = ctx.config_is_yes(c"lazyfree-lazy-server-del");
-    for key in pairs.iter().step_by(2) {
-        let mut handle = ctx.open_key(*key, Touch::Yes).ok_or("open the key")?;
-        if handle.is_empty() {
+) -> Result<usize, Failed> {
+    wire.set_expiry(Expiry::At(deadline))?;
+    let tail: Vec<OwnedString> = [ctx.string(b"PXAT"), ctx.string_from_i64(deadline)]
+        .into_iter()
+        .collect::<Option<_>>()
+        .ok_or("allocate the arguments")?;
+    let unlink = ctx.config_is_yes(c"lazyfree-lazy-expire");
+    let exists = |key: Arg<'c>| ctx.open_key_to_read(key).is_some_and(|h| !h.is_empty());
+    let mut written = 0;
+    for pair in pairs.chunks_exact(2) {
+        let [key, value] = pair else {
             continue;
+        };
+        let existed = exists(*key);
+        if !ctx.call_with_pairs(c"SET", false, pair, true, &tail) {
+            return Err("write the key with SET");
         }
-        if !handle.delete() {
-            return Err("delete the key");
-        }
-        drop(handle);
         ctx.signal_modified(*key);
-        ctx.notify(class, event, *key);
-        wire.deleted(*key, unlink)?;
+        if exists(*key) {
+            wire.written(*key, *value, WrittenBy::Mset)?;
+            written += 1;
+        } else if existed {
+            wire.deleted(*key, unlink)?;
+        }
     }
-    Ok(())
+    Ok(written)
 }
 
 /// The call's expiry as it is applied key after key.
@@ -164,59 +154,133 @@ struct Writer<'w, 'c> {
     in_place: usize,
 }
 
+/// How the key API wrote a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    New,
+    InPlace,
+}
+
 impl<'c> Writer<'_, 'c> {
     fn pair(&mut self, key: Arg<'c>, value: Arg<'c>) -> Result<(), Failed> {
-        if self.batch.len() > 0 && self.batch.contains(key) {
-            self.flush()?;
-        }
         // A canonical integer is stored by SET as `int` or a shared integer,
         // which no module API can produce.
         if parse_i64(value.bytes()).is_some() || !self.profile.key_api_writes {
             return self.defer(key, value, None);
         }
+        // Where the batch writes new keys too, a value SET would embed with
+        // its key cannot take the key API either: no need to open the key
+        // (the batch's own lookup is its one access, as SET's).
+        if self.profile.builtin_batch && self.embedded_whatever_the_key(key, value) {
+            return self.defer(key, value, None);
+        }
+        if self.batch.contains(key) {
+            self.flush()?;
+        }
         // One access, as SET's own lookup of the key.
-        let mut handle = self.ctx.open_key(key, Touch::Yes).ok_or("open the key")?;
-        let contents = handle.contents();
-        if contents == Contents::Nothing {
-            if !handle.set(value) {
-                return Err("store the value");
-            }
-            return self.key_api_done(handle, key, value, false);
+        let mut handle = self.open(key, Touch::Yes)?;
+        let Some(path) = self.key_api_path(&mut handle, key, value) else {
+            // The batch will look the key up (an access) again: keep the
+            // LFU counter as this one access left it.
+            let lfu = handle.lfu();
+            drop(handle);
+            return self.defer(key, value, lfu);
+        };
+        if self.batch.len() > 0 {
+            // The keys waiting come first, so that keyspace events follow
+            // the arguments (this key is not among them).
+            drop(handle);
+            self.flush()?;
+            handle = self.open(key, Touch::No)?;
         }
-        let len = value.bytes().len();
-        let in_place = self.profile.in_place_min_len.is_some_and(|min| len >= min)
-            && contents == Contents::String(len)
-            && handle.overwrite_exactly_sized(value.bytes());
-        if in_place {
-            return self.key_api_done(handle, key, value, true);
+        let written = match path {
+            Written::New => handle.set(value),
+            Written::InPlace => handle.overwrite(value.bytes()),
+        };
+        if !written {
+            return Err("write the value");
         }
-        // MSET will look the key up (an access) again: keep the LFU counter
-        // as this one access left it.
-        let lfu = handle.lfu();
-        drop(handle);
-        self.defer(key, value, lfu)
+        self.key_api_done(handle, key, value, path)
     }
 
-    /// Expiry, signal, events and replication of a key the key API wrote.
+    fn open(&self, key: Arg<'c>, touch: Touch) -> Result<Key<'c>, Failed> {
+        self.ctx.open_key(key, touch).ok_or("open the key")
+    }
+
+    /// True when SET would store `value` embedded with `key` whatever the
+    /// key holds now (the call decides the TTL the key ends with).
+    fn embedded_whatever_the_key(&self, key: Arg<'c>, value: Arg<'c>) -> bool {
+        let ttl_after = match self.expiry {
+            ExpiryState::Relative(_) | ExpiryState::Deadline(_) => true,
+            ExpiryState::Persist => false,
+            ExpiryState::Keep => return false,
+        };
+        self.profile.in_place.is_some_and(|embedding| {
+            embedding.embeds(key.bytes().len(), value.bytes().len(), ttl_after)
+        })
+    }
+
+    /// How the key API writes `key` as SET would, if it can: a new key
+    /// stored from the argument (where the batch is not the built-in, which
+    /// writes new keys as cheaply), or a string of the same length
+    /// refreshed in place.
+    fn key_api_path(&self, handle: &mut Key<'c>, key: Arg<'c>, value: Arg<'c>) -> Option<Written> {
+        let len = value.bytes().len();
+        match handle.contents() {
+            Contents::Nothing if !self.profile.builtin_batch => Some(Written::New),
+            Contents::String(found)
+                if found == len
+                    && self.may_write_in_place(handle, key, len)
+                    && handle
+                        .buffer(len)
+                        .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
+            {
+                Some(Written::InPlace)
+            }
+            _ => None,
+        }
+    }
+
+    /// True when SET would store a `len`-byte value of `key` as its own
+    /// allocation, which writing in place keeps.
+    fn may_write_in_place(&self, handle: &Key<'c>, key: Arg<'c>, len: usize) -> bool {
+        let ttl_after = match self.expiry {
+            ExpiryState::Relative(_) | ExpiryState::Deadline(_) => true,
+            ExpiryState::Keep => handle.deadline().is_some(),
+            ExpiryState::Persist => false,
+        };
+        len > 0
+            && self
+                .profile
+                .in_place
+                .is_some_and(|embedding| !embedding.embeds(key.bytes().len(), len, ttl_after))
+    }
+
+    /// Events, expiry, signal and replication of a key the key API wrote.
     fn key_api_done(
         &mut self,
         mut handle: Key<'c>,
         key: Arg<'c>,
         value: Arg<'c>,
-        in_place: bool,
+        path: Written,
     ) -> Result<(), Failed> {
-        self.ctx.signal_modified(key);
+        // SET's events: `new` (fired by the server for a new key),
+        // `overwritten` where the server has it, `set`, then `expire`.
+        if path == Written::InPlace && self.profile.fires_overwritten {
+            self.ctx
+                .notify(EventClass::Overwritten, c"overwritten", key);
+        }
         self.ctx.notify(EventClass::String, c"set", key);
-        self.apply_expiry(&mut handle, None, in_place)?;
-        if in_place {
-            // SET's new object is fresh for LRU even while a fork runs,
-            // when lookups do not touch keys (a no-op under LFU).
-            if self.child_active {
+        self.apply_expiry(&mut handle, None, path == Written::InPlace)?;
+        if path == Written::InPlace {
+            // Where SET's new object starts a fresh LRU clock, so does this
+            // one, even while a fork runs (lookups then leave keys alone).
+            if self.child_active && self.profile.fresh_lru_on_overwrite {
                 handle.mark_used_now();
             }
             self.in_place += 1;
         }
-        drop(handle);
+        self.signal(handle, key);
         if self.expiry.fires_expire() {
             self.ctx.notify(EventClass::Generic, c"expire", key);
         }
@@ -225,20 +289,29 @@ impl<'c> Writer<'_, 'c> {
         Ok(())
     }
 
+    /// Tells WATCH and client-side caching that `key` changed, as the
+    /// calling client: by closing its handle where that is how (Redis 8.6),
+    /// explicitly elsewhere.
+    fn signal(&self, handle: Key<'c>, key: Arg<'c>) {
+        drop(handle);
+        if !self.profile.signal_on_close {
+            self.ctx.signal_modified(key);
+        }
+    }
+
     /// Sets the expiry of a just written key. `kept` is the deadline the key
-    /// had before MSET cleared it (KEEPTTL); `replaced` is false for a new
-    /// key or an MSET write, whose TTL is already gone.
+    /// had before the batch cleared it (KEEPTTL); `in_place` is true when the
+    /// key kept its old TTL entry.
     fn apply_expiry(
         &mut self,
         handle: &mut Key<'c>,
         kept: Option<i64>,
-        replaced_in_place: bool,
+        in_place: bool,
     ) -> Result<(), Failed> {
         match self.expiry {
             ExpiryState::Relative(ms) => {
                 let deadline = handle.expire_in(ms).ok_or("set the expiry")?;
-                self.expiry = ExpiryState::Deadline(deadline);
-                self.wire.set_expiry(Expiry::At(deadline))?;
+                self.resolved(deadline)?;
             }
             ExpiryState::Deadline(deadline) => {
                 if !handle.expire_at(deadline) {
@@ -253,7 +326,7 @@ impl<'c> Writer<'_, 'c> {
                 }
             }
             ExpiryState::Persist => {
-                if replaced_in_place && !handle.persist() {
+                if in_place && !handle.persist() {
                     return Err("remove the expiry");
                 }
             }
@@ -261,7 +334,17 @@ impl<'c> Writer<'_, 'c> {
         Ok(())
     }
 
+    /// A relative TTL took effect with this absolute deadline: it serves
+    /// every other key and the replicated form.
+    fn resolved(&mut self, deadline: i64) -> Result<(), Failed> {
+        self.expiry = ExpiryState::Deadline(deadline);
+        self.wire.set_expiry(Expiry::At(deadline))
+    }
+
     fn defer(&mut self, key: Arg<'c>, value: Arg<'c>, lfu: Option<i64>) -> Result<(), Failed> {
+        if self.batch.contains(key) {
+            self.flush()?;
+        }
         self.batch.push(key, value, lfu);
         if self.batch.len() >= BATCH_MAX {
             self.flush()?;
@@ -269,38 +352,30 @@ impl<'c> Writer<'_, 'c> {
         Ok(())
     }
 
-    /// Writes the waiting pairs with one MSET, then each key's expiry.
+    /// Writes the waiting pairs: with the built-in MSETEX where it writes
+    /// each key as SET does, else with MSET and then each key's expiry.
     fn flush(&mut self) -> Result<(), Failed> {
         if self.batch.len() == 0 {
             return Ok(());
         }
+        let batch = std::mem::take(&mut self.batch);
+        let outcome = if self.profile.builtin_batch {
+            self.flush_to_builtin(&batch)
+        } else {
+            self.flush_to_mset(&batch)
+        };
+        self.batch = batch.cleared();
+        outcome
+    }
+
+    /// MSET the batch, then give each key its expiry.
+    fn flush_to_mset(&mut self, batch: &Batch<'c>) -> Result<(), Failed> {
         // KEEPTTL: MSET clears every TTL, so read them first.
         let kept: Vec<Option<i64>> = match self.expiry {
-            ExpiryState::Keep => self
-                .batch
-                .keys()
-                .map(|key| self.ctx.open_key(key, Touch::No).map(|h| h.deadline()))
-                .collect::<Option<Vec<_>>>()
-                .ok_or("read the expiry")?,
+            ExpiryState::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        // Integers need a value object MSET holds alone to encode them as
-        // SET would; other values are already in SET's encoding.
-        let (mut integers, mut others) = (Vec::new(), Vec::new());
-        for (key, value, _) in self.batch.entries() {
-            let list = if parse_i64(value.bytes()).is_some() {
-                &mut integers
-            } else {
-                &mut others
-            };
-            list.extend([key, value]);
-        }
-        for (flat, fresh_values) in [(integers, true), (others, false)] {
-            if !flat.is_empty() && !self.ctx.mset(&flat, fresh_values) {
-                return Err("write the keys with MSET");
-            }
-        }
-        let batch = std::mem::take(&mut self.batch);
+        self.call_in_runs(batch, c"MSET", false, &[])?;
         for (index, (key, value, lfu)) in batch.entries().enumerate() {
             let mut handle = self.ctx.open_key(key, Touch::No).ok_or("open the key")?;
             let kept = kept.get(index).copied().flatten();
@@ -308,24 +383,107 @@ impl<'c> Writer<'_, 'c> {
             if let Some(lfu) = lfu {
                 handle.set_lfu(lfu);
             }
-            drop(handle);
+            // MSET signalled the key as a client of its own, which a client
+            // tracking in BCAST NOLOOP mode is then told about: signal it
+            // again as the caller.
+            self.signal(handle, key);
             if self.expiry.fires_expire() {
                 self.ctx.notify(EventClass::Generic, c"expire", key);
             }
             self.wire.written(key, value, WrittenBy::Mset)?;
             self.written += 1;
         }
-        self.batch = batch.cleared();
         Ok(())
+    }
+
+    /// The built-in MSETEX writes the batch, deadline and events included.
+    fn flush_to_builtin(&mut self, batch: &Batch<'c>) -> Result<(), Failed> {
+        let relative = match self.expiry {
+            ExpiryState::Relative(ms) => Some(ms),
+            _ => None,
+        };
+        let tail = match self.expiry {
+            ExpiryState::Relative(ms) => vec![self.ctx.string(b"PX"), self.ctx.string_from_i64(ms)],
+            ExpiryState::Deadline(deadline) => {
+                vec![self.ctx.string(b"PXAT"), self.ctx.string_from_i64(deadline)]
+            }
+            ExpiryState::Keep => vec![self.ctx.string(b"KEEPTTL")],
+            ExpiryState::Persist => Vec::new(),
+        };
+        let tail: Vec<OwnedString> = tail
+            .into_iter()
+            .collect::<Option<_>>()
+            .ok_or("allocate the arguments")?;
+        self.call_in_runs(batch, c"MSETEX", true, &tail)?;
+        if relative.is_some() {
+            // The TTL ran from the command's clock, as SET's: read the
+            // deadline it gave.
+            let first = batch.keys().next().ok_or("read the deadline")?;
+            let deadline = self.deadline_of(first).ok_or("read the deadline")?;
+            self.resolved(deadline)?;
+        }
+        for (key, value, lfu) in batch.entries() {
+            if let Some(lfu) = lfu {
+                let mut handle = self.ctx.open_key(key, Touch::No).ok_or("open the key")?;
+                handle.set_lfu(lfu);
+            }
+            // As for MSET: signalled again as the caller.
+            self.ctx.signal_modified(key);
+            self.wire.written(key, value, WrittenBy::Mset)?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    /// Runs `command` on the batch in runs of integers and of other values,
+    /// in argument order (integers need values the server re-encodes).
+    fn call_in_runs(
+        &self,
+        batch: &Batch<'c>,
+        command: &CStr,
+        numkeys: bool,
+        tail: &[OwnedString],
+    ) -> Result<(), Failed> {
+        let flat = batch.flat();
+        let integer = |at: usize| {
+            flat.get(at + 1)
+                .is_some_and(|value| parse_i64(value.bytes()).is_some())
+        };
+        let mut start = 0;
+        while start < flat.len() {
+            let run_is_integers = integer(start);
+            let mut end = start;
+            while end < flat.len() && integer(end) == run_is_integers {
+                end += 2;
+            }
+            let run = flat.get(start..end).ok_or("split the batch")?;
+            if !self
+                .ctx
+                .call_with_pairs(command, numkeys, run, run_is_integers, tail)
+            {
+                return Err("write the keys with the server's command");
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The deadline `key` has now, looked at without any effect.
+    fn deadline_of(&self, key: Arg<'c>) -> Option<i64> {
+        if self.profile.signal_on_close {
+            self.ctx.open_key_to_read(key).and_then(|h| h.deadline())
+        } else {
+            self.ctx.open_key(key, Touch::No).and_then(|h| h.deadline())
+        }
     }
 }
 
-/// Pairs waiting for one MSET, with a filter that tells at once that most
+/// Pairs waiting for one batch, with a filter that tells at once that most
 /// keys are not waiting.
 struct Batch<'c> {
     /// key, value, key, value... as MSET takes them.
     flat: Vec<Arg<'c>>,
-    /// Per pair: the LFU counter to restore after MSET's own lookup.
+    /// Per pair: the LFU counter to restore after the batch's own lookup.
     lfu: Vec<Option<i64>>,
     filter: [u64; 64],
 }
@@ -350,6 +508,10 @@ impl<'c> Batch<'c> {
         self.lfu.len()
     }
 
+    fn flat(&self) -> &[Arg<'c>] {
+        &self.flat
+    }
+
     /// One bit of 4096 per key, from an FNV-1a hash of its bytes.
     fn bit(key: Arg<'c>) -> (usize, u64) {
         let hash = key.bytes().iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
@@ -360,8 +522,11 @@ impl<'c> Batch<'c> {
     }
 
     /// True when `key` waits in the batch: the filter rules most keys out
-    /// at once, a scan confirms the rest (a needless flush costs an MSET).
+    /// at once, a scan confirms the rest (a needless flush costs a call).
     fn contains(&self, key: Arg<'c>) -> bool {
+        if self.len() == 0 {
+            return false;
+        }
         let (word, mask) = Batch::bit(key);
         self.filter.get(word).is_some_and(|w| w & mask != 0)
             && self.keys().any(|waiting| waiting.bytes() == key.bytes())

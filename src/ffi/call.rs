@@ -15,18 +15,25 @@ use super::{log, sds, Api, LogLevel, API, ERR, OK};
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
-/// Calls MSET with `chunk` (a slice of [`FreshPair`]) when its length is one
-/// of the listed sizes, each with the argument indexes it passes: the format
-/// is "sb" per pair, so the variadic list must be spelled out per size.
-macro_rules! mset_fixed {
-    ($ctx:expr, $chunk:expr, $format:expr; $( $size:literal => [$($i:literal)+] ),+) => {
+/// Calls `$command` with `$head` (a vector of module strings), the pairs of
+/// `chunk` (a slice of [`FreshPair`]) and `$tail` (a vector) when its length
+/// is one of the listed sizes, each with the argument indexes it passes: the
+/// format is "v", "sb" per pair, "v", so the variadic list must be spelled
+/// out per size.
+macro_rules! call_fixed {
+    ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
+     $( $size:literal => [$($i:literal)+] ),+) => {
         match $chunk.len() {
             $( $size => match <&[FreshPair; $size]>::try_from($chunk) {
                 Ok(c) => ($ctx.api.call)(
                     $ctx.raw,
-                    c"MSET".as_ptr(),
+                    $command,
                     $format,
+                    $head.0,
+                    $head.1,
                     $( c[$i].0, c[$i].1, c[$i].2, )+
+                    $tail.0,
+                    $tail.1,
                 ),
                 Err(_) => std::ptr::null_mut(),
             }, )+
@@ -193,8 +200,8 @@ pub enum EventClass {
     String,
     /// `g`: generic commands (`expire`, `del`).
     Generic,
-    /// `x`: keys deleted because their time passed (`expired`).
-    Expired,
+    /// `o` (Redis 8.2+): a key's value was replaced (`overwritten`).
+    Overwritten,
 }
 
 /// What an open key holds.
@@ -315,23 +322,46 @@ impl<'call> Ctx<'call> {
         })
     }
 
-    /// Runs the server's own `MSET key value ...` on `flat` (keys and values
-    /// alternating), without replicating it: it stores each value exactly as
-    /// SET would, fires `set` and signals each key. False if it failed.
+    /// Runs the server's own `command [numkeys] key value ... tail...` on
+    /// `flat` (keys and values alternating), without replicating it: MSET,
+    /// or the built-in MSETEX (`numkeys`: the pair count goes first). It
+    /// stores each value as SET would (`int`, shared integers, embedded
+    /// strings), fires SET's events and signals each key. False if it failed.
     ///
-    /// MSET can only re-encode a value (into `int`) when it holds the value
-    /// object alone, so `fresh_values` passes copies of the values, made by
-    /// the server for the call (`b` format, in calls of fixed size); otherwise
-    /// the argument objects themselves are passed, already in SET's encoding.
-    pub fn mset(&self, flat: &[Arg<'call>], fresh_values: bool) -> bool {
+    /// The server can only re-encode a value (into `int`) when it holds the
+    /// value object alone, so `fresh_values` passes copies of the values,
+    /// made by the server for the call (`b` format, in calls of fixed size);
+    /// otherwise the argument objects themselves are passed, already in
+    /// SET's encoding.
+    pub fn call_with_pairs(
+        &self,
+        command: &CStr,
+        numkeys: bool,
+        flat: &[Arg<'call>],
+        fresh_values: bool,
+        tail: &[OwnedString],
+    ) -> bool {
+        let mut tail_ptrs: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
+        let head = |pairs: usize| -> Option<Vec<OwnedString>> {
+            if numkeys {
+                Some(vec![self.string_from_i64(pairs as i64)?])
+            } else {
+                Some(Vec::new())
+            }
+        };
         if !fresh_values {
-            let mut argv: Vec<*mut RedisModuleString> = flat.iter().map(|arg| arg.ptr).collect();
+            let Some(head) = head(flat.len() / 2) else {
+                return false;
+            };
+            let mut argv: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
+            argv.extend(flat.iter().map(|arg| arg.ptr));
+            argv.extend_from_slice(&tail_ptrs);
             // SAFETY: format "v" takes an array of module strings and its
-            // length; every string is a live argv string of this call.
+            // length; every string is live for the call.
             let reply = unsafe {
                 (self.api.call)(
                     self.raw,
-                    c"MSET".as_ptr(),
+                    command.as_ptr(),
                     c"v".as_ptr(),
                     argv.as_mut_ptr(),
                     argv.len(),
@@ -352,15 +382,22 @@ impl<'call> Ctx<'call> {
                 .into_iter()
                 .find(|size| *size <= rest.len())
                 .unwrap_or(1);
-            let (chunk, tail) = rest.split_at(size.min(rest.len()));
-            rest = tail;
-            let Ok(format) = CString::new("sb".repeat(chunk.len())) else {
+            let (chunk, more) = rest.split_at(size.min(rest.len()));
+            rest = more;
+            let Ok(format) = CString::new(format!("v{}v", "sb".repeat(chunk.len()))) else {
                 return false;
             };
-            // SAFETY: every arm passes, per pair, a live module string and a
-            // buffer with its length, matching the format: "sb" per pair.
+            let Some(head) = head(chunk.len()) else {
+                return false;
+            };
+            let mut head_ptrs: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
+            let head_vector = (head_ptrs.as_mut_ptr(), head_ptrs.len());
+            let tail_vector = (tail_ptrs.as_mut_ptr(), tail_ptrs.len());
+            // SAFETY: every arm passes a vector of live module strings with
+            // its length, then per pair a live module string and a buffer
+            // with its length, then another vector: "v", "sb" per pair, "v".
             let reply = unsafe {
-                mset_fixed!(self, chunk, format.as_ptr();
+                call_fixed!(self, command.as_ptr(), format.as_ptr(), head_vector, chunk, tail_vector;
                     64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
                            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
                     32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
@@ -375,6 +412,23 @@ impl<'call> Ctx<'call> {
             }
         }
         true
+    }
+
+    /// Opens `key` only to look at it, with no effect a client could see
+    /// (no access counted, no keyspace hit or miss, no `keymiss` event);
+    /// `None` when it does not exist. Closing it signals nothing.
+    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
+        let mode = raw::REDISMODULE_READ as c_int
+            | raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int
+            | raw::REDISMODULE_OPEN_KEY_NOSTATS as c_int
+            | raw::REDISMODULE_OPEN_KEY_NONOTIFY as c_int;
+        // SAFETY: ctx and key are live for this call; closed by Key::drop.
+        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
+        (!handle.is_null()).then_some(Key {
+            raw: handle,
+            api: self.api,
+            _ctx: PhantomData,
+        })
     }
 
     /// Frees a call reply; true when there was one and it is not an error.
@@ -496,7 +550,7 @@ impl<'call> Ctx<'call> {
         let class = match class {
             EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
             EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
-            EventClass::Expired => raw::REDISMODULE_NOTIFY_EXPIRED,
+            EventClass::Overwritten => raw::REDISMODULE_NOTIFY_OVERWRITTEN,
         };
         // SAFETY: ctx, event (NUL-terminated) and key are live for the call.
         // The return value only reports a missing client, which a command
@@ -854,23 +908,33 @@ impl Key<'_> {
         }
     }
 
-    /// Overwrites the string value in place with `bytes` of the same length,
-    /// keeping the key's dictionary entry and TTL entry, when its buffer is
-    /// no bigger than a fresh one of that length (see [`sds`]). Returns false
-    /// (and writes nothing) otherwise; the value may then have been made a
-    /// private copy, which changes nothing a client can see.
-    pub fn overwrite_exactly_sized(&mut self, bytes: &[u8]) -> bool {
-        let mut len = 0usize;
+    /// How the string value's buffer is allocated, read from its header
+    /// (see [`sds`]), after making the value a private raw string (copying
+    /// it if shared or encoded, which changes nothing a client sees); `None`
+    /// when it is not a non-empty string of `len` bytes.
+    pub fn buffer(&mut self, len: usize) -> Option<sds::Allocation> {
+        let mut found = 0usize;
         // SAFETY: raw is an open key handle; DMA in write mode first makes the
-        // value a private raw string (copying it if shared or encoded).
+        // value a private raw string.
+        let dst =
+            unsafe { (self.api.string_dma)(self.raw, &mut found, raw::REDISMODULE_WRITE as c_int) };
+        if dst.is_null() || found != len || len == 0 {
+            return None;
+        }
+        // SAFETY: dst is the DMA buffer of this live string value, len bytes.
+        Some(unsafe { sds::allocation(dst, len) })
+    }
+
+    /// Writes `bytes` over the string value in place, keeping the key's
+    /// dictionary entry and TTL entry; false (nothing written) unless the
+    /// value holds exactly as many bytes.
+    pub fn overwrite(&mut self, bytes: &[u8]) -> bool {
+        let mut len = 0usize;
+        // SAFETY: raw is an open key handle; DMA in write mode makes the
+        // value private (it already is, after `buffer`).
         let dst =
             unsafe { (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int) };
         if dst.is_null() || len != bytes.len() || len == 0 {
-            return false;
-        }
-        // SAFETY: dst is the DMA buffer of this live string value, len bytes.
-        let allocation = unsafe { sds::allocation(dst, len) };
-        if !crate::sizing::as_compact_as_fresh(allocation, len) {
             return false;
         }
         // SAFETY: dst points at len writable bytes of the key's private value;
@@ -919,12 +983,6 @@ impl Key<'_> {
         // SAFETY: raw is an open key handle on an existing key.
         let deadline = unsafe { (self.api.get_abs_expire)(self.raw) };
         (deadline != raw::REDISMODULE_NO_EXPIRE as i64).then_some(deadline)
-    }
-
-    /// Deletes the key.
-    pub fn delete(&mut self) -> bool {
-        // SAFETY: raw is an open write handle.
-        unsafe { (self.api.delete_key)(self.raw) == OK }
     }
 
     /// Marks the value as just used for LRU eviction (a no-op under LFU).

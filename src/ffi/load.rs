@@ -21,17 +21,22 @@ fn api() -> Result<&'static Api, String> {
 
 /// Module options: the implicit "modified" signal of RedisModule_CloseKey
 /// off (MSETEX signals the keys it writes itself, and a NX/XX check that
-/// writes nothing must not fail other clients' WATCH), and the events the
+/// writes nothing must not fail other clients' WATCH) unless keys are
+/// signalled by closing them (`signal_on_close`: then keys only looked at
+/// are opened for reading), and the events the
 /// server asks modules to declare they handle: asynchronous replica loading
 /// (`repl-diskless-load swapdb`) and, on Valkey 9, atomic slot migration.
 /// MSETEX keeps no data of its own, so both are safe.
 pub fn set_module_options(
     ctx: *mut RedisModuleCtx,
     atomic_slot_migration: bool,
+    signal_on_close: bool,
 ) -> Result<(), String> {
     let api = api()?;
-    let mut options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int
-        | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD as c_int;
+    let mut options = raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD as c_int;
+    if !signal_on_close {
+        options |= raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    }
     if atomic_slot_migration {
         // VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION, when the server
         // says it knows that option.

@@ -67,7 +67,6 @@ module_api! {
         value_length = RedisModule_ValueLength: fn(*mut RedisModuleKey) -> usize;
         string_dma = RedisModule_StringDMA: fn(*mut RedisModuleKey, *mut usize, c_int) -> *mut c_char;
         string_set = RedisModule_StringSet: fn(*mut RedisModuleKey, *mut RedisModuleString) -> c_int;
-        delete_key = RedisModule_DeleteKey: fn(*mut RedisModuleKey) -> c_int;
         set_expire = RedisModule_SetExpire: fn(*mut RedisModuleKey, raw::mstime_t) -> c_int;
         set_abs_expire = RedisModule_SetAbsExpire: fn(*mut RedisModuleKey, raw::mstime_t) -> c_int;
         get_abs_expire = RedisModule_GetAbsExpire: fn(*mut RedisModuleKey) -> raw::mstime_t;

@@ -101,24 +101,63 @@ fn write_paths_follow_what_set_leaves() {
     let profile = |server: &Server| Profile::new(Some(server), PLAIN);
     let redis_6_2 = profile(&redis("6.2.16"));
     assert!(!redis_6_2.key_api_writes);
-    assert_eq!(redis_6_2.in_place_min_len, None);
-    assert_eq!(profile(&redis("7.0.15")).in_place_min_len, Some(1));
-    assert_eq!(profile(&redis("8.0.6")).in_place_min_len, Some(1));
-    assert_eq!(profile(&valkey("8.0.1")).in_place_min_len, Some(1));
-    assert_eq!(profile(&valkey("8.1.1")).in_place_min_len, Some(45));
-    assert_eq!(profile(&valkey("9.1.2")).in_place_min_len, Some(115));
+    assert_eq!(redis_6_2.in_place, None);
+    for server in [
+        redis("7.0.15"),
+        redis("8.0.6"),
+        valkey("7.2.7"),
+        valkey("8.0.1"),
+    ] {
+        assert_eq!(
+            profile(&server).in_place,
+            Some(Embedding::Separate),
+            "{server:?}"
+        );
+    }
+    assert_eq!(profile(&redis("8.6.3")).in_place, Some(Embedding::Redis82));
+    assert_eq!(
+        profile(&valkey("8.1.1")).in_place,
+        Some(Embedding::Valkey81)
+    );
+    assert_eq!(profile(&valkey("9.1.2")).in_place, Some(Embedding::Valkey9));
     let redis_8_6 = profile(&redis("8.6.3"));
-    assert!(!redis_8_6.key_api_writes);
-    assert_eq!(redis_8_6.in_place_min_len, None);
-    assert!(profile(&valkey("9.1.2")).key_api_writes);
+    assert!(redis_8_6.key_api_writes && redis_8_6.fires_overwritten && redis_8_6.signal_on_close);
+    assert!(!profile(&redis("8.0.6")).fires_overwritten);
+    assert!(profile(&valkey("9.1.2")).builtin_batch && !profile(&valkey("9.0.0")).builtin_batch);
+    assert!(!redis_8_6.builtin_batch);
+    assert!(
+        profile(&redis("7.0.15")).fresh_lru_on_overwrite
+            && !profile(&redis("7.2.6")).fresh_lru_on_overwrite
+    );
     let libc = Environment {
         jemalloc: false,
         ..PLAIN
     };
-    assert_eq!(
-        Profile::new(Some(&redis("7.0.15")), libc).in_place_min_len,
-        None
-    );
+    assert_eq!(Profile::new(Some(&redis("7.0.15")), libc).in_place, None);
+}
+
+/// The bounds measured on each server (OBJECT ENCODING of SET's keys).
+#[test]
+fn set_embeds_short_strings_as_each_server_does() {
+    assert!(!Embedding::Separate.embeds(1, 1, true));
+    // Redis 8.6.3: 9-byte key with 32 bytes embedded, 33 not.
+    assert!(Embedding::Redis82.embeds(9, 32, true) && !Embedding::Redis82.embeds(9, 33, true));
+    assert!(Embedding::Redis82.embeds(20, 21, false) && !Embedding::Redis82.embeds(20, 22, false));
+    assert!(!Embedding::Redis82.embeds(0, 45, false));
+    // Valkey 8.1.1, with a TTL: k9/v24 embedded, k9/v25 not.
+    assert!(Embedding::Valkey81.embeds(9, 24, true) && !Embedding::Valkey81.embeds(9, 25, true));
+    assert!(Embedding::Valkey81.embeds(9, 32, false));
+    // Valkey 9.1.2, with a TTL: k9/v96, k31/v74, k32/v71 embedded, one more not.
+    for (key, value) in [(9, 96), (31, 74), (32, 71)] {
+        assert!(Embedding::Valkey9.embeds(key, value, true), "{key}/{value}");
+        assert!(
+            !Embedding::Valkey9.embeds(key, value + 1, true),
+            "{key}/{value}"
+        );
+    }
+    // The benchmark's session keys (14-byte key, 32-byte value).
+    assert!(!Embedding::Redis82.embeds(14, 32, true) && !Embedding::Valkey81.embeds(14, 32, true));
+    assert!(Embedding::Valkey9.embeds(14, 32, true));
 }
 
 #[test]
@@ -126,20 +165,8 @@ fn past_deadlines_as_set_treats_them() {
     let past = |server: &Server| Profile::new(Some(server), PLAIN).past_deadline;
     assert_eq!(past(&redis("8.6.3")), PastDeadline::Store);
     assert_eq!(past(&valkey("7.2.7")), PastDeadline::Store);
-    assert_eq!(
-        past(&valkey("8.0.1")),
-        PastDeadline::Delete {
-            event: c"del",
-            expired_class: false
-        }
-    );
-    assert_eq!(
-        past(&valkey("9.1.2")),
-        PastDeadline::Delete {
-            event: c"expired",
-            expired_class: true
-        }
-    );
+    assert_eq!(past(&valkey("8.0.1")), PastDeadline::DecidedBySet);
+    assert_eq!(past(&valkey("9.1.2")), PastDeadline::DecidedBySet);
 }
 
 #[test]

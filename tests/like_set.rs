@@ -348,6 +348,10 @@ fn a_deadline_in_the_past_does_what_set_does_on_this_server() {
     // as DEL or UNLINK) and does nothing for a missing one.
     let config = ServerConfig::default().line("appendonly yes");
     let seed = |con: &mut Connection| {
+        // Keys stored with a past deadline are logically expired at once:
+        // the active expiry cycle would delete them on one server and not
+        // yet on the other.
+        q::<(), _>(con, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
         q::<(), _>(con, &["SET", "x:old", "value", "EX", "1000"]);
         q::<i64, _>(con, &["RPUSH", "x:list", "v"]);
     };
@@ -438,4 +442,51 @@ fn an_in_place_write_refreshes_the_lru_clock_while_a_fork_runs() {
     let idle = |con: &mut Connection, key: &str| -> i64 { q(con, &["OBJECT", "IDLETIME", key]) };
     assert_eq!(idle(&mut con, "lru:ours"), idle(&mut con, "lru:theirs"));
     let _ = exec(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+}
+
+#[test]
+fn a_deadline_passing_during_a_script_is_decided_by_the_commands_clock() {
+    // SET decides whether a PXAT deadline is already past from the
+    // command's clock, inside a script its start (Redis 7.2+, Valkey): a
+    // deadline that passes while the script runs is still ahead of it, so
+    // SET stores the key, which then expires, rather than deleting it at
+    // once (Valkey 8+ for a deadline already past). MSETEX does the same.
+    let server = ServerConfig::default()
+        .line("notify-keyspace-events KEA")
+        .start();
+    let mut con = server.client();
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").expect("psubscribe");
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let deadline = (now_ms() + 200).to_string();
+    let script = format!(
+        "local deadline = tonumber(ARGV[1])\n\
+         repeat local t = redis.call('TIME')\n\
+         until tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > deadline + 50\n\
+         redis.call('SET', KEYS[1], 'x', 'PXAT', ARGV[1])\n\
+         redis.call('{}', 'PXAT', ARGV[1], KEYS[2], 'x')\n\
+         return 1",
+        target().command_name()
+    );
+    let _: Value = q(
+        &mut con,
+        &["EVAL", &script, "2", "{d}theirs", "{d}ours", &deadline],
+    );
+    q::<i64, _>(&mut con, &["PUBLISH", "__keyevent@0__:end", "marker"]);
+    let events = keyevents_until(&mut pubsub, |event, key| event == "end" && key == "marker");
+    let of_key = |key: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|(_, k)| k == key)
+            .map(|(e, _)| e.clone())
+            .collect()
+    };
+    assert_eq!(of_key("{d}ours"), of_key("{d}theirs"), "{events:?}");
+    assert_eq!(
+        q::<i64, _>(&mut con, &["EXISTS", "{d}ours", "{d}theirs"]),
+        0
+    );
 }

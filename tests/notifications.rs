@@ -170,3 +170,54 @@ fn new_keys_report_new_before_set() {
     // The two seeded by SET, then the two MSETEX created.
     assert_eq!(new, ["n:fresh", "n:num", "n:old", "n:was-int"]);
 }
+
+#[test]
+fn events_follow_the_arguments_across_keys() {
+    // `MSETEX 100 a 1 b xy c hello`, b holding a longer string: a and b go
+    // through the server's own batch command, c through the key API. Their
+    // `set` events come in argument order, as three SET EX fire them, and
+    // each key's `expire` after its own `set` (on Valkey 9.1+, whose
+    // built-in MSETEX writes the batch, exactly SET's interleaving).
+    let pairs = [
+        ("o:a", "1"),
+        ("o:b", "xy"),
+        ("o:c", "hello"),
+        ("o:d", "7"),
+        ("o:e", "new"),
+    ];
+    let seed = |con: &mut Connection| q::<(), _>(con, &["SET", "o:b", "a longer string"]);
+    let server = start_notifying();
+    let ours = events_of(&server, |con| {
+        seed(con);
+        let mut args = vec!["MSETEX", "100"];
+        for (k, v) in pairs {
+            args.extend([k, v]);
+        }
+        q::<(), _>(con, &args);
+    });
+    let reference_server = start_notifying();
+    let reference = events_of(&reference_server, |con| {
+        seed(con);
+        for (k, v) in pairs {
+            q::<(), _>(con, &["SET", k, v, "EX", "100"]);
+        }
+    });
+    let named = |events: &[(String, String)], name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|(e, _)| e == name)
+            .map(|(_, k)| k.clone())
+            .collect()
+    };
+    for name in ["set", "expire"] {
+        assert_eq!(
+            named(&ours, name),
+            named(&reference, name),
+            "`{name}` events: {ours:?}"
+        );
+    }
+    for (key, _) in pairs {
+        let position = |name: &str| ours.iter().position(|(e, k)| e == name && k == key);
+        assert!(position("set") < position("expire"), "{key}: {ours:?}");
+    }
+}

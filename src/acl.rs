@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// The categories MSETEX belongs to on Redis 7.2+ (`command_info`).
+/// The categories MSETEX belongs to on Redis 7.2+ (`syntax::ACL_CATEGORIES`).
 const CATEGORIES: [&str; 3] = ["write", "string", "slow"];
 
 // ---------------------------------------------------------------------------

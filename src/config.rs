@@ -1,23 +1,11 @@
-//! What the module decided when it loaded, read by every call.
+//! What the module decided when it loaded (`plan`), read by every call.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::sync::RwLock;
 
-use crate::load_args::Replicate;
-use crate::parse::Syntax;
-use crate::propagation::PerCallForm;
+use crate::replication::Replicate;
 use crate::server::{Profile, TtlOptions};
-
-/// How the server learns where a call's keys are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeysDeclared {
-    /// The `getkeys-api` callback: exact for every form.
-    ByCallback,
-    /// Key specifications only (the server may ask from an I/O thread):
-    /// exact for `MSETEX seconds key value ...` and for the NUMKEYS form
-    /// outside cluster mode; other calls are refused (see `command`).
-    BySpecs,
-}
+use crate::syntax::{ReplicatedForm, Syntax};
 
 /// How a user's right to write is checked before MSETEX runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +20,7 @@ pub enum AclCheck {
 }
 
 /// The loaded module.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Module {
     /// The registered command name, in lower case.
     pub name: String,
@@ -40,17 +28,17 @@ pub struct Module {
     pub syntax: Syntax,
     pub replicate: Replicate,
     pub profile: Profile,
-    pub keys: KeysDeclared,
     pub acl: AclCheck,
     /// `cluster-enabled yes`.
     pub cluster: bool,
-    /// The changes counter (`<name>.changes`, REPLICATE MSETEX only).
+    /// The changes counter (`<name>.changes`), where
+    /// [`Replicate::counts_changes`].
     pub counter_c: Option<CString>,
     /// `<name>.apply`: how REPLICATE MSETEX replicates a call (registered
     /// whatever the mode, so that replicas and AOF loading apply it).
     pub apply_c: CString,
     /// The form REPLICATE MSETEX sends.
-    pub per_call: PerCallForm,
+    pub replicated_form: ReplicatedForm,
     /// `<name>.unroutable`, where the filter refuses TTL-form options
     /// (`TtlOptions::Refused`).
     pub unroutable_c: Option<CString>,
@@ -76,40 +64,24 @@ impl Module {
     /// True where the command filter rewrites TTL-form calls with options
     /// (see `command::rewrite`).
     pub fn packs_options(&self) -> bool {
-        self.profile.ttl_options != TtlOptions::Declared && self.syntax == Syntax::Ttl
+        self.profile.ttl_options != TtlOptions::Declared && self.syntax.has_leading_options()
     }
 
     /// The command REPLICATE MSETEX sends.
-    pub fn per_call_name(&self) -> &std::ffi::CStr {
-        match self.per_call {
-            PerCallForm::Apply => &self.apply_c,
-            PerCallForm::Builtin => &self.name_c,
-        }
-    }
-
-    /// `INFO msetex` `msetex_syntax`.
-    pub fn syntax_label(&self) -> &'static std::ffi::CStr {
-        match self.syntax {
-            Syntax::Ttl => c"ttl",
-            Syntax::Numkeys => c"numkeys",
+    pub fn replicated_name(&self) -> &CStr {
+        match self.replicated_form {
+            ReplicatedForm::Apply => &self.apply_c,
+            ReplicatedForm::Builtin => &self.name_c,
         }
     }
 
     /// `INFO msetex` `msetex_acl`: how ACL rules reach MSETEX.
-    pub fn acl_label(&self) -> &'static std::ffi::CStr {
+    pub fn acl_label(&self) -> &'static CStr {
         match self.acl {
             AclCheck::ByServer => c"categories",
             AclCheck::Translated if crate::acl::pending() => c"correcting",
             AclCheck::Translated => c"translated",
             AclCheck::Unavailable => c"by-name",
-        }
-    }
-
-    /// `INFO msetex` `msetex_replicate`.
-    pub fn replicate_label(&self) -> &'static std::ffi::CStr {
-        match self.replicate {
-            Replicate::Set => c"set",
-            Replicate::Msetex => c"msetex",
         }
     }
 }

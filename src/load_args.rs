@@ -8,22 +8,11 @@
 //! Pure functions (no Redis types); a bad argument is refused with the one
 //! log line the error carries, and the server does not load the module.
 
-use crate::parse::Syntax;
+use crate::replication::Replicate;
+use crate::syntax::Syntax;
 
 /// The command name used when no `COMMAND-NAME` load argument is given.
 pub const DEFAULT_COMMAND_NAME: &str = "msetex";
-
-/// What goes to replicas and the AOF for one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replicate {
-    /// Each key as `SET key value PXAT ms` (the default): native commands,
-    /// so replicas and AOF loading need nothing.
-    Set,
-    /// Each call as one command with its absolute deadline, in the loaded
-    /// syntax: replicas and AOF loading need the module (or, for the NUMKEYS
-    /// form, a server with its own MSETEX).
-    Msetex,
-}
 
 /// Everything the load arguments decide.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,19 +59,13 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
             "COMMAND-NAME" => options.command_name = valid_command_name(&value(&mut rest)?)?,
             "SYNTAX" => {
                 let value = value(&mut rest)?;
-                options.syntax = match value.to_ascii_uppercase().as_str() {
-                    "TTL" => Syntax::Ttl,
-                    "NUMKEYS" => Syntax::Numkeys,
-                    _ => return Err(format!("unknown SYNTAX '{value}' (TTL or NUMKEYS)")),
-                };
+                options.syntax = Syntax::named(&value)
+                    .ok_or_else(|| format!("unknown SYNTAX '{value}' (TTL or NUMKEYS)"))?;
             }
             "REPLICATE" => {
                 let value = value(&mut rest)?;
-                options.replicate = match value.to_ascii_uppercase().as_str() {
-                    "SET" => Replicate::Set,
-                    "MSETEX" => Replicate::Msetex,
-                    _ => return Err(format!("unknown REPLICATE '{value}' (SET or MSETEX)")),
-                };
+                options.replicate = Replicate::named(&value)
+                    .ok_or_else(|| format!("unknown REPLICATE '{value}' (SET or MSETEX)"))?;
             }
             _ => {
                 return Err(format!(

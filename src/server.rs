@@ -10,9 +10,6 @@
 //!
 //! Pure functions (no Redis types) so every server kind is unit-tested.
 
-use crate::load_args::LoadOptions;
-use crate::parse::Syntax;
-
 /// The server family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Product {
@@ -155,14 +152,11 @@ impl Embedding {
 /// How this server's version tells MSETEX to behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    pub product: Product,
-    /// Redis 6.2 words SET's bad TTL `invalid expire time in set`.
-    pub legacy_error_texts: bool,
-    /// The server may call a `getkeys-api` command back from an I/O thread
-    /// to learn its keys (Redis 8.6 with io-threads; Valkey 8+ in cluster
-    /// mode with io-threads), where the module context it creates races the
-    /// main thread. The module then declares its keys by key specs only.
-    pub keys_on_io_threads: bool,
+    /// How this server words the errors MSETEX shares with SET and the
+    /// built-in MSETEX.
+    pub wording: Wording,
+    /// How the server learns where a call's keys are.
+    pub keys: KeysDeclared,
     /// Writing through the key API (StringSet, DMA, signals) leaves keys as
     /// SET does, and counting such a change is cheap. Not on Redis 6.2,
     /// where counting a change copies the whole call each time: every key
@@ -205,8 +199,32 @@ pub struct Profile {
     /// Valkey 9+: declare that the module handles atomic slot migration.
     pub atomic_slot_migration: bool,
     /// What becomes of the TTL form's leading options where keys are
-    /// declared by key specifications only (`keys_on_io_threads`).
+    /// declared by key specifications only ([`KeysDeclared::BySpecs`]).
     pub ttl_options: TtlOptions,
+}
+
+/// How the server learns where a call's keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeysDeclared {
+    /// The `getkeys-api` callback: exact for every form.
+    ByCallback,
+    /// Key specifications only: the server may call a `getkeys-api` command
+    /// back from an I/O thread to learn its keys (Redis 8.2+ with
+    /// io-threads; Valkey 8+ in cluster mode with io-threads, Valkey 9 in
+    /// cluster mode), where the module context it creates races the main
+    /// thread. Exact for `MSETEX seconds key value ...` and for the NUMKEYS
+    /// form outside cluster mode; other calls are refused (see `command`).
+    BySpecs,
+}
+
+/// How the server words the errors MSETEX shares with its commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wording {
+    /// Redis 6.2: SET's bad TTL is `invalid expire time in set`.
+    Redis62,
+    Redis,
+    /// Valkey's built-in MSETEX words two NUMKEYS errors its own way.
+    Valkey,
 }
 
 /// How a TTL-form call with options (`MSETEX NX PX 100 k v`) reaches the
@@ -216,7 +234,7 @@ pub enum TtlOptions {
     /// The getkeys callback declares the keys: nothing to do.
     Declared,
     /// The command filter packs the options into one argument before the
-    /// server reads the keys (see `parse::pack_ttl_options`): Valkey, which
+    /// server reads the keys (see `syntax::pack_options`): Valkey, which
     /// reads keys again after a filter rewrote a command, and Redis outside
     /// cluster mode (no routing; ACL reads keys after the filter).
     Packed,
@@ -233,9 +251,8 @@ impl Profile {
     pub fn new(server: Option<&Server>, environment: Environment) -> Profile {
         let Some(server) = server else {
             return Profile {
-                product: Product::Redis,
-                legacy_error_texts: false,
-                keys_on_io_threads: true,
+                wording: Wording::Redis,
+                keys: KeysDeclared::BySpecs,
                 key_api_writes: false,
                 in_place: None,
                 fires_overwritten: false,
@@ -277,9 +294,16 @@ impl Profile {
         };
         let valkey_9 = !redis && server.at_least((0, 0), (9, 0));
         Profile {
-            product: server.product,
-            legacy_error_texts: redis && server.version < (7, 0, 0),
-            keys_on_io_threads,
+            wording: match server.product {
+                Product::Redis if server.version < (7, 0, 0) => Wording::Redis62,
+                Product::Redis => Wording::Redis,
+                Product::Valkey => Wording::Valkey,
+            },
+            keys: if keys_on_io_threads {
+                KeysDeclared::BySpecs
+            } else {
+                KeysDeclared::ByCallback
+            },
             key_api_writes,
             in_place,
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
@@ -297,43 +321,6 @@ impl Profile {
                 (true, true) => TtlOptions::Refused,
             },
         }
-    }
-}
-
-/// What the module registers on this server under the loaded options.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Registration {
-    /// Register the command.
-    Command,
-    /// Register nothing: the server's own MSETEX serves the NUMKEYS form.
-    BuiltinServes(String),
-}
-
-/// Whether the module may register `options.command_name` on `server`; the
-/// error is the log line that explains why not and what to do.
-pub fn registration(
-    server: Option<&Server>,
-    options: &LoadOptions,
-) -> Result<Registration, String> {
-    let Some(server) = server.filter(|s| s.has_builtin_msetex()) else {
-        return Ok(Registration::Command);
-    };
-    if !options.default_name() {
-        return Ok(Registration::Command);
-    }
-    match options.syntax {
-        Syntax::Numkeys => Ok(Registration::BuiltinServes(format!(
-            "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \
-             registers nothing (the same redis.conf works before and after the upgrade)",
-            server.describe()
-        ))),
-        Syntax::Ttl => Err(format!(
-            "{} has a built-in MSETEX that takes numkeys first, so this module cannot \
-             register its TTL-first 'msetex' there (the built-in would read those calls \
-             differently); load it under another name (COMMAND-NAME msetex.ttl), or with \
-             SYNTAX NUMKEYS to let the built-in serve",
-            server.describe()
-        )),
     }
 }
 

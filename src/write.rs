@@ -1,14 +1,16 @@
 //! Writing the keys of one call, each as `SET key value <expiry>` would
 //! leave it: value and encoding, memory, deadline, keyspace events, WATCH
 //! and client-side caching signals, LFU/LRU metadata, and what replicas and
-//! the AOF receive (through [`Wire`]).
+//! the AOF receive (through [`Wire`]). An error here is an [`Abort`]: the
+//! keys written before it stay written and replicated.
 //!
 //! Three paths, chosen per key (docs/DESIGN.md has the costs):
 //!
-//! - **in place**: the key holds a string of the same length, exactly
-//!   allocated (no spare capacity, e.g. from APPEND), which SET would not
-//!   store embedded with its key either (`Profile::in_place`): the new bytes
-//!   are copied into it. The key's dictionary and TTL entries stay; this is
+//! - **in place**: the key holds a string of the same length whose
+//!   allocation is no bigger than the one SET would give a fresh value
+//!   (`sizing`: not one APPEND left spare capacity in), and which SET would
+//!   not store embedded with its key either (`Profile::in_place`): the new
+//!   bytes are copied into it. The key's dictionary and TTL entries stay; this is
 //!   what makes refreshing sessions nearly as cheap as MSET.
 //! - **new key**: the key does not exist: the argument object itself is
 //!   stored, already in SET's encoding (the server's parser made it).
@@ -27,16 +29,13 @@
 use std::ffi::CStr;
 
 use crate::ffi::{Arg, Contents, Ctx, EventClass, Key, OwnedString, Touch};
-use crate::parse::{parse_i64, Expiry};
-use crate::propagation::{Wire, WrittenBy};
+use crate::outcome::Abort;
+use crate::replication::{Wire, WrittenBy};
 #[cfg(doc)]
 use crate::server::PastDeadline;
 use crate::server::Profile;
+use crate::syntax::{parse_i64, Expiry, Resolved};
 use crate::{sizing, stats};
-
-/// A module API call that its preconditions say cannot fail, failed; the
-/// step that failed. Keys written before it stay written and replicated.
-pub type Failed = &'static str;
 
 /// Pairs per MSET call: enough to spread its cost, small enough for the
 /// batch filter to stay sparse.
@@ -51,14 +50,14 @@ pub fn write_all<'c>(
     expiry: Expiry,
     child_active: bool,
     wire: &mut Wire<'c>,
-) -> Result<usize, Failed> {
-    if !matches!(expiry, Expiry::In(_)) {
-        wire.set_expiry(expiry)?;
+) -> Result<usize, Abort> {
+    if let Some(resolved) = expiry.resolved() {
+        wire.set_expiry(resolved)?;
     }
     let mut writer = Writer {
         ctx,
         profile,
-        expiry: ExpiryState::from(expiry),
+        expiry,
         child_active,
         wire,
         batch: Batch::with_capacity(pairs.len() / 2),
@@ -85,12 +84,12 @@ pub fn write_as_set<'c>(
     pairs: &[Arg<'c>],
     deadline: i64,
     wire: &mut Wire<'c>,
-) -> Result<usize, Failed> {
-    wire.set_expiry(Expiry::At(deadline))?;
+) -> Result<usize, Abort> {
+    wire.set_expiry(Resolved::At(deadline))?;
     let tail: Vec<OwnedString> = [ctx.string(b"PXAT"), ctx.string_from_i64(deadline)]
         .into_iter()
         .collect::<Option<_>>()
-        .ok_or("allocate the arguments")?;
+        .ok_or(Abort("allocate the arguments"))?;
     let unlink = ctx.config_is_yes(c"lazyfree-lazy-expire");
     let exists = |key: Arg<'c>| ctx.open_key_to_read(key).is_some_and(|h| !h.is_empty());
     let mut written = 0;
@@ -100,7 +99,7 @@ pub fn write_as_set<'c>(
         };
         let existed = exists(*key);
         if !ctx.call_with_pairs(c"SET", false, pair, true, &tail) {
-            return Err("write the key with SET");
+            return Err(Abort("write the key with SET"));
         }
         ctx.signal_modified(*key);
         if exists(*key) {
@@ -113,40 +112,15 @@ pub fn write_as_set<'c>(
     Ok(written)
 }
 
-/// The call's expiry as it is applied key after key.
-#[derive(Debug, Clone, Copy)]
-enum ExpiryState {
-    /// EX / PX, not applied yet: the first key gets it from the server's
-    /// clock for commands (its time snapshot on Redis 7.2+, as SET), and
-    /// its absolute deadline then serves every other key.
-    Relative(i64),
-    Deadline(i64),
-    Keep,
-    Persist,
-}
-
-impl From<Expiry> for ExpiryState {
-    fn from(expiry: Expiry) -> ExpiryState {
-        match expiry {
-            Expiry::In(ms) => ExpiryState::Relative(ms),
-            Expiry::At(deadline) => ExpiryState::Deadline(deadline),
-            Expiry::Keep => ExpiryState::Keep,
-            Expiry::Persist => ExpiryState::Persist,
-        }
-    }
-}
-
-impl ExpiryState {
-    /// True when SET would fire `expire` for this call's keys.
-    fn fires_expire(self) -> bool {
-        matches!(self, ExpiryState::Relative(_) | ExpiryState::Deadline(_))
-    }
-}
-
 struct Writer<'w, 'c> {
     ctx: &'c Ctx<'c>,
     profile: &'w Profile,
-    expiry: ExpiryState,
+    /// The call's expiry as it is applied key after key: EX / PX stays
+    /// relative until the first key gets it from the server's clock for
+    /// commands (its time snapshot on Redis 7.2+, as SET's), and its
+    /// absolute deadline then serves every other key and the replicated
+    /// form.
+    expiry: Expiry,
     child_active: bool,
     wire: &'w mut Wire<'c>,
     batch: Batch<'c>,
@@ -162,7 +136,7 @@ enum Written {
 }
 
 impl<'c> Writer<'_, 'c> {
-    fn pair(&mut self, key: Arg<'c>, value: Arg<'c>) -> Result<(), Failed> {
+    fn pair(&mut self, key: Arg<'c>, value: Arg<'c>) -> Result<(), Abort> {
         // A canonical integer is stored by SET as `int` or a shared integer,
         // which no module API can produce.
         if parse_i64(value.bytes()).is_some() || !self.profile.key_api_writes {
@@ -198,22 +172,22 @@ impl<'c> Writer<'_, 'c> {
             Written::InPlace => handle.overwrite(value.bytes()),
         };
         if !written {
-            return Err("write the value");
+            return Err(Abort("write the value"));
         }
         self.key_api_done(handle, key, value, path)
     }
 
-    fn open(&self, key: Arg<'c>, touch: Touch) -> Result<Key<'c>, Failed> {
-        self.ctx.open_key(key, touch).ok_or("open the key")
+    fn open(&self, key: Arg<'c>, touch: Touch) -> Result<Key<'c>, Abort> {
+        self.ctx.open_key(key, touch).ok_or(Abort("open the key"))
     }
 
     /// True when SET would store `value` embedded with `key` whatever the
     /// key holds now (the call decides the TTL the key ends with).
     fn embedded_whatever_the_key(&self, key: Arg<'c>, value: Arg<'c>) -> bool {
         let ttl_after = match self.expiry {
-            ExpiryState::Relative(_) | ExpiryState::Deadline(_) => true,
-            ExpiryState::Persist => false,
-            ExpiryState::Keep => return false,
+            Expiry::In(_) | Expiry::At(_) => true,
+            Expiry::Persist => false,
+            Expiry::Keep => return false,
         };
         self.profile.in_place.is_some_and(|embedding| {
             embedding.embeds(key.bytes().len(), value.bytes().len(), ttl_after)
@@ -245,9 +219,9 @@ impl<'c> Writer<'_, 'c> {
     /// allocation, which writing in place keeps.
     fn may_write_in_place(&self, handle: &Key<'c>, key: Arg<'c>, len: usize) -> bool {
         let ttl_after = match self.expiry {
-            ExpiryState::Relative(_) | ExpiryState::Deadline(_) => true,
-            ExpiryState::Keep => handle.deadline().is_some(),
-            ExpiryState::Persist => false,
+            Expiry::In(_) | Expiry::At(_) => true,
+            Expiry::Keep => handle.deadline().is_some(),
+            Expiry::Persist => false,
         };
         len > 0
             && self
@@ -263,7 +237,7 @@ impl<'c> Writer<'_, 'c> {
         key: Arg<'c>,
         value: Arg<'c>,
         path: Written,
-    ) -> Result<(), Failed> {
+    ) -> Result<(), Abort> {
         // SET's events: `new` (fired by the server for a new key),
         // `overwritten` where the server has it, `set`, then `expire`.
         if path == Written::InPlace && self.profile.fires_overwritten {
@@ -307,27 +281,27 @@ impl<'c> Writer<'_, 'c> {
         handle: &mut Key<'c>,
         kept: Option<i64>,
         in_place: bool,
-    ) -> Result<(), Failed> {
+    ) -> Result<(), Abort> {
         match self.expiry {
-            ExpiryState::Relative(ms) => {
-                let deadline = handle.expire_in(ms).ok_or("set the expiry")?;
+            Expiry::In(ms) => {
+                let deadline = handle.expire_in(ms).ok_or(Abort("set the expiry"))?;
                 self.resolved(deadline)?;
             }
-            ExpiryState::Deadline(deadline) => {
+            Expiry::At(deadline) => {
                 if !handle.expire_at(deadline) {
-                    return Err("set the expiry");
+                    return Err(Abort("set the expiry"));
                 }
             }
-            ExpiryState::Keep => {
+            Expiry::Keep => {
                 if let Some(deadline) = kept {
                     if !handle.expire_at(deadline) {
-                        return Err("restore the expiry");
+                        return Err(Abort("restore the expiry"));
                     }
                 }
             }
-            ExpiryState::Persist => {
+            Expiry::Persist => {
                 if in_place && !handle.persist() {
-                    return Err("remove the expiry");
+                    return Err(Abort("remove the expiry"));
                 }
             }
         }
@@ -336,12 +310,12 @@ impl<'c> Writer<'_, 'c> {
 
     /// A relative TTL took effect with this absolute deadline: it serves
     /// every other key and the replicated form.
-    fn resolved(&mut self, deadline: i64) -> Result<(), Failed> {
-        self.expiry = ExpiryState::Deadline(deadline);
-        self.wire.set_expiry(Expiry::At(deadline))
+    fn resolved(&mut self, deadline: i64) -> Result<(), Abort> {
+        self.expiry = Expiry::At(deadline);
+        self.wire.set_expiry(Resolved::At(deadline))
     }
 
-    fn defer(&mut self, key: Arg<'c>, value: Arg<'c>, lfu: Option<i64>) -> Result<(), Failed> {
+    fn defer(&mut self, key: Arg<'c>, value: Arg<'c>, lfu: Option<i64>) -> Result<(), Abort> {
         if self.batch.contains(key) {
             self.flush()?;
         }
@@ -354,7 +328,7 @@ impl<'c> Writer<'_, 'c> {
 
     /// Writes the waiting pairs: with the built-in MSETEX where it writes
     /// each key as SET does, else with MSET and then each key's expiry.
-    fn flush(&mut self) -> Result<(), Failed> {
+    fn flush(&mut self) -> Result<(), Abort> {
         if self.batch.len() == 0 {
             return Ok(());
         }
@@ -369,15 +343,18 @@ impl<'c> Writer<'_, 'c> {
     }
 
     /// MSET the batch, then give each key its expiry.
-    fn flush_to_mset(&mut self, batch: &Batch<'c>) -> Result<(), Failed> {
+    fn flush_to_mset(&mut self, batch: &Batch<'c>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
         let kept: Vec<Option<i64>> = match self.expiry {
-            ExpiryState::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
+            Expiry::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
         self.call_in_runs(batch, c"MSET", false, &[])?;
         for (index, (key, value, lfu)) in batch.entries().enumerate() {
-            let mut handle = self.ctx.open_key(key, Touch::No).ok_or("open the key")?;
+            let mut handle = self
+                .ctx
+                .open_key(key, Touch::No)
+                .ok_or(Abort("open the key"))?;
             let kept = kept.get(index).copied().flatten();
             self.apply_expiry(&mut handle, kept, false)?;
             if let Some(lfu) = lfu {
@@ -397,34 +374,37 @@ impl<'c> Writer<'_, 'c> {
     }
 
     /// The built-in MSETEX writes the batch, deadline and events included.
-    fn flush_to_builtin(&mut self, batch: &Batch<'c>) -> Result<(), Failed> {
+    fn flush_to_builtin(&mut self, batch: &Batch<'c>) -> Result<(), Abort> {
         let relative = match self.expiry {
-            ExpiryState::Relative(ms) => Some(ms),
+            Expiry::In(ms) => Some(ms),
             _ => None,
         };
         let tail = match self.expiry {
-            ExpiryState::Relative(ms) => vec![self.ctx.string(b"PX"), self.ctx.string_from_i64(ms)],
-            ExpiryState::Deadline(deadline) => {
+            Expiry::In(ms) => vec![self.ctx.string(b"PX"), self.ctx.string_from_i64(ms)],
+            Expiry::At(deadline) => {
                 vec![self.ctx.string(b"PXAT"), self.ctx.string_from_i64(deadline)]
             }
-            ExpiryState::Keep => vec![self.ctx.string(b"KEEPTTL")],
-            ExpiryState::Persist => Vec::new(),
+            Expiry::Keep => vec![self.ctx.string(b"KEEPTTL")],
+            Expiry::Persist => Vec::new(),
         };
         let tail: Vec<OwnedString> = tail
             .into_iter()
             .collect::<Option<_>>()
-            .ok_or("allocate the arguments")?;
+            .ok_or(Abort("allocate the arguments"))?;
         self.call_in_runs(batch, c"MSETEX", true, &tail)?;
         if relative.is_some() {
             // The TTL ran from the command's clock, as SET's: read the
             // deadline it gave.
-            let first = batch.keys().next().ok_or("read the deadline")?;
-            let deadline = self.deadline_of(first).ok_or("read the deadline")?;
+            let first = batch.keys().next().ok_or(Abort("read the deadline"))?;
+            let deadline = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
             self.resolved(deadline)?;
         }
         for (key, value, lfu) in batch.entries() {
             if let Some(lfu) = lfu {
-                let mut handle = self.ctx.open_key(key, Touch::No).ok_or("open the key")?;
+                let mut handle = self
+                    .ctx
+                    .open_key(key, Touch::No)
+                    .ok_or(Abort("open the key"))?;
                 handle.set_lfu(lfu);
             }
             // As for MSET: signalled again as the caller.
@@ -443,7 +423,7 @@ impl<'c> Writer<'_, 'c> {
         command: &CStr,
         numkeys: bool,
         tail: &[OwnedString],
-    ) -> Result<(), Failed> {
+    ) -> Result<(), Abort> {
         let flat = batch.flat();
         let integer = |at: usize| {
             flat.get(at + 1)
@@ -456,12 +436,12 @@ impl<'c> Writer<'_, 'c> {
             while end < flat.len() && integer(end) == run_is_integers {
                 end += 2;
             }
-            let run = flat.get(start..end).ok_or("split the batch")?;
+            let run = flat.get(start..end).ok_or(Abort("split the batch"))?;
             if !self
                 .ctx
                 .call_with_pairs(command, numkeys, run, run_is_integers, tail)
             {
-                return Err("write the keys with the server's command");
+                return Err(Abort("write the keys with the server's command"));
             }
             start = end;
         }

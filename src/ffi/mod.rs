@@ -1,11 +1,16 @@
-//! The only module with `unsafe`: raw calls into the module API.
+//! The only module with `unsafe`: raw calls into the module API, and the
+//! mechanism only: it imports nothing from the crate above it.
 //!
-//! The rest of the crate sees safe wrappers: [`Ctx`] for one command call,
-//! [`Arg`] for one argv element, [`Key`] for an open key (in `call`), and
-//! the load-time registrations (in `load`). Module API functions are
-//! resolved once at load time into [`Api`]; a required function the server
-//! lacks makes the load fail with a log line instead of a crash later, and
-//! newer optional ones are `Option`s checked before use.
+//! The rest of the crate sees safe wrappers: [`Ctx`] for one command call
+//! and [`Arg`] for one argv element (`ctx`), [`Key`] for an open key
+//! (`key`), the server's own commands run from the module (`call`), what
+//! goes to replicas and the AOF (`replicate`), the ACL API (`acl`), the
+//! load-time registrations (`register`, with COMMAND DOCS data in `docs`),
+//! and the trampolines the server calls, generic over traits the module's
+//! entry points implement (`callbacks`). Module API functions are resolved
+//! once at load time into [`Api`]; a required function the server lacks
+//! makes the load fail with a log line instead of a crash later, and newer
+//! optional ones are `Option`s checked before use.
 
 use std::ffi::CString;
 
@@ -177,13 +182,23 @@ pub fn log(ctx: *mut RedisModuleCtx, level: LogLevel, message: &str) {
     unsafe { log_fn(ctx, level.as_ptr(), c"%s".as_ptr(), text.as_ptr()) };
 }
 
+mod acl;
 mod call;
-mod load;
+mod callbacks;
+mod ctx;
+pub mod docs;
+mod key;
+mod register;
+mod replicate;
 mod sds;
 
-pub use call::{
-    AclVerdict, Arg, CallValue, Contents, ContextFlags, Ctx, EventClass, Key, KeyPositions,
-    OwnedString, Reply, Touch,
-};
-pub use load::*;
+/// The server's context handle, as the load step passes it around.
+pub use redis_module::raw::RedisModuleCtx as RawCtx;
+
+pub use acl::{acl_check_available, AclVerdict};
+pub use call::CallValue;
+pub use callbacks::{ArgsChange, Command, Hooks, InfoSection, InfoValue};
+pub use ctx::{Arg, ContextFlags, Ctx, EventClass, KeyPositions, OwnedString, Reply};
+pub use key::{Contents, Key, Touch};
+pub use register::*;
 pub use sds::Allocation;

@@ -1,5 +1,4 @@
 use super::*;
-use crate::load_args::Replicate;
 
 /// Parses INFO text into a field lookup, as the server's INFO reply.
 fn from_info(text: &str) -> Option<Server> {
@@ -81,7 +80,7 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
         io_threads,
         jemalloc: true,
     };
-    let io = |server: &Server, env| Profile::new(Some(server), env).keys_on_io_threads;
+    let io = |server: &Server, env| Profile::new(Some(server), env).keys == KeysDeclared::BySpecs;
     assert!(!io(&redis("8.6.3"), with(1, false)));
     assert!(io(&redis("8.6.3"), with(4, false)));
     assert!(!io(&redis("8.0.6"), with(4, false)));
@@ -93,7 +92,7 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
     assert!(io(&valkey("9.1.2"), with(1, true)));
     assert!(!io(&valkey("7.2.7"), with(4, true)));
     // Unknown server: the careful choice.
-    assert!(Profile::new(None, PLAIN).keys_on_io_threads);
+    assert_eq!(Profile::new(None, PLAIN).keys, KeysDeclared::BySpecs);
 }
 
 #[test]
@@ -171,8 +170,10 @@ fn past_deadlines_as_set_treats_them() {
 
 #[test]
 fn error_texts_and_cluster_options() {
-    assert!(Profile::new(Some(&redis("6.2.16")), PLAIN).legacy_error_texts);
-    assert!(!Profile::new(Some(&valkey("7.2.7")), PLAIN).legacy_error_texts);
+    let wording = |server: &Server| Profile::new(Some(server), PLAIN).wording;
+    assert_eq!(wording(&redis("6.2.16")), Wording::Redis62);
+    assert_eq!(wording(&redis("7.0.15")), Wording::Redis);
+    assert_eq!(wording(&valkey("7.2.7")), Wording::Valkey);
     let cluster = Environment {
         cluster: true,
         ..PLAIN
@@ -190,42 +191,6 @@ fn error_texts_and_cluster_options() {
         );
     }
     assert!(Profile::new(Some(&valkey("9.1.2")), PLAIN).shortcut_allowed);
-}
-
-#[test]
-fn registration_on_servers_with_a_builtin_msetex() {
-    let options = |syntax, name: &str| LoadOptions {
-        command_name: name.into(),
-        syntax,
-        replicate: Replicate::Set,
-    };
-    let new = redis("8.4.0");
-    let old = redis("7.0.15");
-    let error = registration(Some(&new), &options(Syntax::Ttl, "msetex")).unwrap_err();
-    assert!(
-        error.contains("Redis 8.4.0") && error.contains("COMMAND-NAME"),
-        "{error}"
-    );
-    assert_eq!(
-        registration(Some(&new), &options(Syntax::Ttl, "msetex.ttl")),
-        Ok(Registration::Command)
-    );
-    assert!(matches!(
-        registration(Some(&valkey("9.1.2")), &options(Syntax::Numkeys, "msetex")),
-        Ok(Registration::BuiltinServes(line)) if line.contains("Valkey 9.1.2")
-    ));
-    assert_eq!(
-        registration(Some(&new), &options(Syntax::Numkeys, "msetex.nk")),
-        Ok(Registration::Command)
-    );
-    assert_eq!(
-        registration(Some(&old), &options(Syntax::Ttl, "msetex")),
-        Ok(Registration::Command)
-    );
-    assert_eq!(
-        registration(None, &options(Syntax::Ttl, "msetex")),
-        Ok(Registration::Command)
-    );
 }
 
 #[test]

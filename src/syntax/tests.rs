@@ -8,11 +8,11 @@ use proptest::prelude::*;
 const NOW: i64 = 1_700_000_000_000;
 
 fn ttl(items: &[&str]) -> Result<Request, ParseError> {
-    parse(Syntax::Ttl, items, NOW)
+    Syntax::Ttl.parse(items, NOW)
 }
 
 fn numkeys(items: &[&str]) -> Result<Request, ParseError> {
-    parse(Syntax::Numkeys, items, NOW)
+    Syntax::Numkeys.parse(items, NOW)
 }
 
 fn request(pairs: Range<usize>, condition: Condition, expiry: Expiry, ack: Ack) -> Request {
@@ -189,7 +189,7 @@ fn ttl_absolute_deadlines_may_be_in_the_past() {
 #[test]
 fn ttl_keys_and_values_are_arbitrary_bytes() {
     let argv: Vec<&[u8]> = vec![b"MSETEX", b"1", b"\0\xff", b"", b"NX", b"\r\n"];
-    assert_eq!(parse(Syntax::Ttl, &argv, NOW).map(|r| r.pairs), Ok(2..6));
+    assert_eq!(Syntax::Ttl.parse(&argv, NOW).map(|r| r.pairs), Ok(2..6));
 }
 
 #[test]
@@ -241,22 +241,22 @@ fn ttl_keeps_reading_what_is_not_the_numkeys_shape() {
 #[test]
 fn ttl_pair_range_follows_the_options() {
     let argv = ["MSETEX", "NX", "PX", "10", "a", "1", "b", "2", "c", "3"];
-    let pairs = pair_range(Syntax::Ttl, &argv);
+    let pairs = Syntax::Ttl.pair_range(&argv);
     assert_eq!(pairs, Some(4..10));
     let request = ttl(&argv).unwrap();
     assert_eq!(request.pairs.step_by(2).collect::<Vec<_>>(), [4, 6, 8]);
-    assert_eq!(pair_range(Syntax::Ttl, &["MSETEX", "1", "k"]), None);
+    assert_eq!(Syntax::Ttl.pair_range(&["MSETEX", "1", "k"]), None);
 }
 
 #[test]
 fn ttl_options_pack_into_one_argument_before_the_keys() {
     let argv = ["MSETEX", "NX", "PX", "60000", "k", "v"];
-    let (packed, replaced) = pack_ttl_options(&argv).unwrap();
+    let (packed, replaced) = pack_options(&argv).unwrap();
     assert_eq!(packed, b"\x00\x02NX PX 60000");
     assert_eq!(replaced, 3);
     let packed_argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
     assert_eq!(
-        parse(Syntax::Ttl, &packed_argv, NOW),
+        Syntax::Ttl.parse(&packed_argv, NOW),
         Ok(request(
             2..4,
             Condition::NoneExist,
@@ -264,26 +264,23 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
             Ack::One
         ))
     );
-    assert_eq!(pair_range(Syntax::Ttl, &packed_argv), Some(2..4));
+    assert_eq!(Syntax::Ttl.pair_range(&packed_argv), Some(2..4));
     // Nothing to pack: no option, or no time after the options.
-    assert_eq!(pack_ttl_options(&["MSETEX", "60", "k", "v"]), None);
-    assert_eq!(pack_ttl_options(&["MSETEX", "NX", "PX"]), None);
-    assert_eq!(
-        pack_ttl_options(&["MSETEX", "KEEPTTL", "5", "k", "v"]),
-        None
-    );
+    assert_eq!(pack_options(&["MSETEX", "60", "k", "v"]), None);
+    assert_eq!(pack_options(&["MSETEX", "NX", "PX"]), None);
+    assert_eq!(pack_options(&["MSETEX", "KEEPTTL", "5", "k", "v"]), None);
     // The time is the rest of the argument, verbatim, even with spaces.
-    let (packed, _) = pack_ttl_options(&["MSETEX", "EX", "NX 5", "k", "v"]).unwrap();
+    let (packed, _) = pack_options(&["MSETEX", "EX", "NX 5", "k", "v"]).unwrap();
     let packed_argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
     assert_eq!(
-        parse(Syntax::Ttl, &packed_argv, NOW),
+        Syntax::Ttl.parse(&packed_argv, NOW),
         Err(ParseError::NotAnInteger)
     );
 }
 
 #[test]
 fn apply_takes_a_deadline_keepttl_or_persist() {
-    let apply = |items: &[&str]| parse_apply(items);
+    let apply = |items: &[&str]| apply::parse(items);
     let at = |deadline| {
         Ok(request(
             2..6,
@@ -430,11 +427,8 @@ fn numkeys_errors_as_the_builtin() {
 #[test]
 fn numkeys_pair_range_ignores_the_options() {
     let argv = ["MSETEX", "2", "a", "1", "b", "2", "FOO"];
-    assert_eq!(pair_range(Syntax::Numkeys, &argv), Some(2..6));
-    assert_eq!(
-        pair_range(Syntax::Numkeys, &["MSETEX", "3", "a", "1"]),
-        None
-    );
+    assert_eq!(Syntax::Numkeys.pair_range(&argv), Some(2..6));
+    assert_eq!(Syntax::Numkeys.pair_range(&["MSETEX", "3", "a", "1"]), None);
 }
 
 #[test]
@@ -678,7 +672,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        prop_assert_eq!(parse(Syntax::Ttl, &views(&argv), now), model_ttl(&argv, now));
+        prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now), model_ttl(&argv, now));
     }
 
     #[test]
@@ -688,7 +682,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        prop_assert_eq!(parse(Syntax::Numkeys, &views(&argv), now), model_numkeys(&argv, now));
+        prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now), model_numkeys(&argv, now));
     }
 
     #[test]
@@ -698,8 +692,8 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        if let Ok(request) = parse(syntax, &views(&argv), NOW) {
-            prop_assert_eq!(pair_range(syntax, &views(&argv)), Some(request.pairs));
+        if let Ok(request) = syntax.parse(&views(&argv), NOW) {
+            prop_assert_eq!(syntax.pair_range(&views(&argv)), Some(request.pairs));
         }
     }
 
@@ -715,20 +709,20 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        let original = parse(Syntax::Ttl, &views(&argv), now);
-        if let Some((packed, replaced)) = pack_ttl_options(&views(&argv)) {
+        let original = Syntax::Ttl.parse(&views(&argv), now);
+        if let Some((packed, replaced)) = pack_options(&views(&argv)) {
             let mut packed_argv = vec![argv[0].clone(), packed];
             packed_argv.extend(argv[1 + replaced..].iter().cloned());
             if packed_argv.len() < 4 {
                 prop_assert!(original.is_err(), "{:?}", original);
             } else {
-                let repacked = parse(Syntax::Ttl, &views(&packed_argv), now);
+                let repacked = Syntax::Ttl.parse(&views(&packed_argv), now);
                 let pairs = |argv: &[Vec<u8>], r: &Request| argv[r.pairs.clone()].to_vec();
                 match (&original, &repacked) {
                     (Ok(a), Ok(b)) => {
                         prop_assert_eq!((a.condition, a.expiry, a.ack), (b.condition, b.expiry, b.ack));
                         prop_assert_eq!(pairs(&argv, a), pairs(&packed_argv, b));
-                        prop_assert_eq!(pair_range(Syntax::Ttl, &views(&packed_argv)), Some(b.pairs.clone()));
+                        prop_assert_eq!(Syntax::Ttl.pair_range(&views(&packed_argv)), Some(b.pairs.clone()));
                     }
                     _ => prop_assert_eq!(original, repacked),
                 }
@@ -764,4 +758,70 @@ proptest! {
             Ok(request(2..argv.len(), Condition::Always, Expiry::In(seconds * 1000), Ack::Ok))
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// COMMAND DOCS
+
+use crate::ffi::docs::{Arg, ArgKind, KeySpec};
+
+fn names(args: &[Arg]) -> Vec<&str> {
+    args.iter().map(|a| a.name.to_str().unwrap()).collect()
+}
+
+fn tokens(arg: &Arg) -> Vec<&str> {
+    arg.subargs
+        .iter()
+        .filter_map(|s| s.token)
+        .map(|t| t.to_str().unwrap())
+        .collect()
+}
+
+/// The docs must describe the grammar the parser accepts.
+#[test]
+fn ttl_tree_matches_the_grammar() {
+    let docs = Syntax::Ttl.docs(false, false);
+    assert_eq!(names(docs.args), ["condition", "unit", "time", "data"]);
+    assert_eq!(tokens(&docs.args[0]), ["NX", "XX"]);
+    assert_eq!(tokens(&docs.args[1]), ["EX", "PX", "EXAT", "PXAT"]);
+    assert!(docs.args[3].multiple && docs.args[3].subargs[0].kind == ArgKind::Key);
+    assert_eq!(
+        docs.key_spec,
+        KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete: true
+        }
+    );
+}
+
+#[test]
+fn numkeys_tree_matches_the_builtin() {
+    let docs = Syntax::Numkeys.docs(false, true);
+    assert_eq!(
+        names(docs.args),
+        ["numkeys", "data", "condition", "expiration"]
+    );
+    assert_eq!(
+        tokens(&docs.args[3]),
+        ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"]
+    );
+    assert_eq!(
+        docs.key_spec,
+        KeySpec::Keynum {
+            index: 1,
+            step: 2,
+            incomplete: false
+        }
+    );
+    let older = Syntax::Numkeys.docs(false, false);
+    assert!(matches!(
+        older.key_spec,
+        KeySpec::Keynum {
+            incomplete: true,
+            ..
+        }
+    ));
+    assert_eq!(docs.legacy_keys, (0, 0, 0));
 }

@@ -1,8 +1,11 @@
-//! What MSETEX puts on the wire to replicas and the AOF.
+//! What MSETEX puts on the wire to replicas, the AOF and slot migrations:
+//! the replication modes, each in one place.
 //!
-//! Two modes (load argument `REPLICATE`): `SET` sends each key as its own
-//! native `SET key value PXAT ms`; `MSETEX` sends each call as one command
-//! with its absolute deadline. Either way, this module decides per call
+//! Two modes (load argument `REPLICATE`, [`Replicate`]): `SET` sends each
+//! key as its own native `SET key value PXAT ms` (`SET key value KEEPTTL`
+//! for KEEPTTL, `SET key value` for a call without TTL); `MSETEX` sends each call
+//! as one command with its absolute deadline ([`PerCallCommand`], in the
+//! form its syntax chose: [`ReplicatedForm`]). Either way, this module decides per call
 //! whether anything can receive what is replicated at all, because
 //! `RedisModule_Replicate` costs a command lookup and allocations (about
 //! 350 ns) even when the server then drops the command.
@@ -22,8 +25,76 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ffi::{Arg, Ctx, OwnedString};
-use crate::load_args::Replicate;
-use crate::parse::{Expiry, APPLY_KEEP, APPLY_PERSIST};
+use crate::outcome::Abort;
+use crate::syntax::apply::{APPLY_KEEP, APPLY_PERSIST};
+use crate::syntax::{ReplicatedForm, Resolved};
+
+// ---------------------------------------------------------------------------
+// The modes
+
+/// What goes to replicas and the AOF for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicate {
+    /// Each key as `SET key value PXAT ms` (the default): native commands,
+    /// so replicas and AOF loading need nothing.
+    Set,
+    /// Each call as one command with its absolute deadline: replicas, AOF
+    /// loading and the nodes slots migrate to need the module (or, for the
+    /// NUMKEYS form under the built-in's name, a server with its own
+    /// MSETEX).
+    Msetex,
+}
+
+impl Replicate {
+    /// Its name: `set` or `msetex` (`INFO msetex`, and in upper case the
+    /// load argument).
+    pub fn label(self) -> &'static CStr {
+        match self {
+            Replicate::Set => c"set",
+            Replicate::Msetex => c"msetex",
+        }
+    }
+
+    /// The mode a `REPLICATE` load argument names (any case).
+    pub fn named(value: &str) -> Option<Replicate> {
+        [Replicate::Set, Replicate::Msetex]
+            .into_iter()
+            .find(|mode| value.eq_ignore_ascii_case(&mode.label().to_string_lossy()))
+    }
+
+    /// The server commands this mode sends, which must not have been
+    /// renamed away (or a call could write without replicating).
+    pub fn sends(self) -> Option<&'static CStr> {
+        match self {
+            Replicate::Set => Some(c"SET"),
+            Replicate::Msetex => None,
+        }
+    }
+
+    /// True when calls are replicated as one command, whose key-API writes
+    /// are counted through the changes counter (`<name>.changes`).
+    pub fn counts_changes(self) -> bool {
+        self == Replicate::Msetex
+    }
+
+    /// What the log says at load time; `sent`: the command each call is
+    /// sent as, `native`: Redis 8.4+ / Valkey 9.1+ run it natively.
+    pub fn load_note(self, sent: &str, native: bool) -> Option<String> {
+        match self {
+            Replicate::Set => None,
+            Replicate::Msetex => Some(format!(
+                "REPLICATE MSETEX: each call goes to replicas, the AOF and slot migrations as \
+                 one '{sent}' command; replicas, AOF loading and the nodes slots migrate to need \
+                 this module loaded with the same arguments{}",
+                if native {
+                    " (or be Redis 8.4+ / Valkey 9.1+, which run it natively)"
+                } else {
+                    ""
+                }
+            )),
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Who listens
@@ -157,11 +228,20 @@ pub struct Wire<'call> {
     /// value, created once per call.
     set_tail: Vec<OwnedString>,
     /// The call's expiry with its deadline resolved, once known.
-    expiry: Option<Expiry>,
+    expiry: Option<Resolved>,
+    /// The changes counter (`<name>.changes`), in `REPLICATE MSETEX` mode.
+    counter: Option<&'call CStr>,
 }
 
 impl<'call> Wire<'call> {
-    pub fn new(ctx: &'call Ctx<'call>, replicate: Replicate, aof_on: bool) -> Wire<'call> {
+    /// `counter`: the changes counter, registered where
+    /// [`Replicate::counts_changes`].
+    pub fn new(
+        ctx: &'call Ctx<'call>,
+        replicate: Replicate,
+        counter: Option<&'call CStr>,
+        aof_on: bool,
+    ) -> Wire<'call> {
         let plan = match replicate {
             _ if nobody_listens(aof_on) => Plan::CountOnly,
             Replicate::Set => Plan::PerKey,
@@ -172,42 +252,40 @@ impl<'call> Wire<'call> {
             plan,
             set_tail: Vec::new(),
             expiry: None,
+            counter,
         }
     }
 
     /// The call's expiry, once its deadline is known (before the first key
     /// is replicated). Fails only if the server cannot allocate two strings.
-    pub fn set_expiry(&mut self, expiry: Expiry) -> Result<(), &'static str> {
-        if matches!(expiry, Expiry::In(_)) {
-            return Err("resolve the deadline");
-        }
+    pub fn set_expiry(&mut self, expiry: Resolved) -> Result<(), Abort> {
         self.expiry = Some(expiry);
         if !matches!(self.plan, Plan::PerKey) {
             return Ok(());
         }
+        // `SET key value <tail>`: SET's own form of each expiry.
         let tail = match expiry {
-            Expiry::In(_) => Vec::new(),
-            Expiry::At(deadline) => {
+            Resolved::At(deadline) => {
                 vec![self.ctx.string(b"PXAT"), self.ctx.string_from_i64(deadline)]
             }
-            Expiry::Keep => vec![self.ctx.string(b"KEEPTTL")],
-            Expiry::Persist => Vec::new(),
+            Resolved::Keep => vec![self.ctx.string(b"KEEPTTL")],
+            Resolved::Persist => Vec::new(),
         };
         self.set_tail = tail
             .into_iter()
             .collect::<Option<Vec<_>>>()
-            .ok_or("allocate the replicated command")?;
+            .ok_or(Abort("allocate the replicated command"))?;
         Ok(())
     }
 
     /// `key` now holds `value`.
-    pub fn written(&mut self, key: Arg, value: Arg, by: WrittenBy) -> Result<(), &'static str> {
+    pub fn written(&mut self, key: Arg, value: Arg, by: WrittenBy) -> Result<(), Abort> {
         match (&mut self.plan, by) {
             (Plan::CountOnly, WrittenBy::KeyApi) => self.ctx.count_change(),
             (Plan::CountOnly, WrittenBy::Mset) => {}
             (Plan::PerKey, _) => {
                 if !self.ctx.replicate_set(key, value, &self.set_tail) {
-                    return Err("replicate");
+                    return Err(Abort("replicate"));
                 }
             }
             (Plan::PerCall { uncounted }, WrittenBy::KeyApi) => *uncounted += 1,
@@ -218,11 +296,11 @@ impl<'call> Wire<'call> {
 
     /// `key` was deleted as SET deletes it when its deadline is past:
     /// replicated as `DEL` or `UNLINK` (the server's choice), in every mode.
-    pub fn deleted(&mut self, key: Arg, unlink: bool) -> Result<(), &'static str> {
+    pub fn deleted(&mut self, key: Arg, unlink: bool) -> Result<(), Abort> {
         if matches!(self.plan, Plan::CountOnly) {
             self.ctx.count_change();
         } else if !self.ctx.replicate_delete(key, unlink) {
-            return Err("replicate");
+            return Err(Abort("replicate"));
         }
         Ok(())
     }
@@ -230,46 +308,37 @@ impl<'call> Wire<'call> {
     /// Ends the call: in `REPLICATE MSETEX` mode, replicates `call` (the
     /// whole call in its absolute form) and counts the key-API writes. The
     /// command replicated counts one change itself.
-    pub fn finish(self, call: &PerCallCommand) -> Result<(), &'static str> {
+    pub fn finish(self, call: &PerCallCommand) -> Result<(), Abort> {
         let Plan::PerCall { uncounted } = self.plan else {
             return Ok(());
         };
-        let expiry = self.expiry.ok_or("resolve the deadline")?;
+        // Set with the first key written, which the caller checked.
+        let expiry = self.expiry.ok_or(Abort("resolve the deadline"))?;
         let (head, tail) = call.words(self.ctx, expiry)?;
         if !self
             .ctx
             .replicate_command(call.name, &head, call.pairs, &tail)
         {
-            return Err("replicate");
+            return Err(Abort("replicate"));
         }
-        if uncounted > 1 && !self.ctx.count_changes_silently(uncounted - 1) {
-            return Err("count the changes");
+        if uncounted > 1 {
+            let counted = self
+                .counter
+                .is_some_and(|counter| self.ctx.count_changes_silently(counter, uncounted - 1));
+            if !counted {
+                return Err(Abort("count the changes"));
+            }
         }
         Ok(())
     }
 }
 
-/// How `REPLICATE MSETEX` sends a call: one command, already decided (no
-/// NX/XX) and with its absolute deadline, whose keys are where its key
-/// specification says (a server finds them without asking the module:
-/// replicas, the AOF, and the slot filter of an atomic slot migration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PerCallForm {
-    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: the
-    /// module's own replication command (see `parse::parse_apply`).
-    Apply,
-    /// `msetex numkeys key value ... [PXAT ms | KEEPTTL]`: the NUMKEYS form
-    /// under the built-in's name, which Redis 8.4+ / Valkey 9.1+ replicas
-    /// and AOF loading run natively.
-    Builtin,
-}
-
 /// The one command `REPLICATE MSETEX` sends for a call.
 pub struct PerCallCommand<'a> {
     /// The command to send: `<name>.apply`, or `msetex` for
-    /// [`PerCallForm::Builtin`].
+    /// [`ReplicatedForm::Builtin`].
     pub name: &'a CStr,
-    pub form: PerCallForm,
+    pub form: ReplicatedForm,
     pub pairs: &'a [Arg<'a>],
 }
 
@@ -278,27 +347,28 @@ impl PerCallCommand<'_> {
     fn words(
         &self,
         ctx: &Ctx<'_>,
-        expiry: Expiry,
-    ) -> Result<(Vec<OwnedString>, Vec<OwnedString>), &'static str> {
+        expiry: Resolved,
+    ) -> Result<(Vec<OwnedString>, Vec<OwnedString>), Abort> {
         let numkeys = || ctx.string_from_i64((self.pairs.len() / 2) as i64);
         let (head, tail) = match (self.form, expiry) {
-            (_, Expiry::In(_)) => return Err("resolve the deadline"),
-            (PerCallForm::Apply, Expiry::At(deadline)) => {
+            (ReplicatedForm::Apply, Resolved::At(deadline)) => {
                 (vec![ctx.string_from_i64(deadline)], vec![])
             }
-            (PerCallForm::Apply, Expiry::Keep) => (vec![ctx.string(APPLY_KEEP)], vec![]),
-            (PerCallForm::Apply, Expiry::Persist) => (vec![ctx.string(APPLY_PERSIST)], vec![]),
-            (PerCallForm::Builtin, Expiry::At(deadline)) => (
+            (ReplicatedForm::Apply, Resolved::Keep) => (vec![ctx.string(APPLY_KEEP)], vec![]),
+            (ReplicatedForm::Apply, Resolved::Persist) => (vec![ctx.string(APPLY_PERSIST)], vec![]),
+            (ReplicatedForm::Builtin, Resolved::At(deadline)) => (
                 vec![numkeys()],
                 vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
             ),
-            (PerCallForm::Builtin, Expiry::Keep) => (vec![numkeys()], vec![ctx.string(b"KEEPTTL")]),
-            (PerCallForm::Builtin, Expiry::Persist) => (vec![numkeys()], vec![]),
+            (ReplicatedForm::Builtin, Resolved::Keep) => {
+                (vec![numkeys()], vec![ctx.string(b"KEEPTTL")])
+            }
+            (ReplicatedForm::Builtin, Resolved::Persist) => (vec![numkeys()], vec![]),
         };
         let all = |words: Vec<Option<OwnedString>>| words.into_iter().collect::<Option<Vec<_>>>();
         all(head)
             .zip(all(tail))
-            .ok_or("allocate the replicated command")
+            .ok_or(Abort("allocate the replicated command"))
     }
 }
 

@@ -1,18 +1,21 @@
-//! Load-time registrations: the command, its documentation and key specs,
-//! the changes counter, the INFO section, server events, the command
-//! filter, and reading INFO fields and configs.
+//! Load-time registrations: commands, their documentation and key specs,
+//! ACL categories, the changes counter, the INFO section, server events and
+//! the command filter, module options; and what the server says about
+//! itself (INFO fields, configs, commands).
 
 use std::ffi::{CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use libc::{c_int, c_longlong};
+use libc::c_int;
 use redis_module::raw::{self, RedisModuleCtx};
 
-use super::call::{
-    apply_entry, changes_entry, config_get, msetex_entry, reply_text, unroutable_entry, Ctx,
-};
+use super::call::{config_get, reply_text};
+use super::callbacks::{command_entry, command_filter, info_section, server_event};
+use super::callbacks::{Command, Hooks, InfoSection};
+use super::ctx::Ctx;
+use super::docs::{self, ArgKind, Docs, KeySpec};
+use super::replicate::changes_entry;
 use super::{Api, API, OK};
-use crate::command_info::{self as info, ArgKind, Docs, KeySpec};
 
 fn api() -> Result<&'static Api, String> {
     API.get()
@@ -52,34 +55,36 @@ pub fn set_module_options(
     Ok(())
 }
 
-/// Which handler a registered command runs.
-#[derive(Debug, Clone, Copy)]
-pub enum Handler {
-    Msetex,
-    /// `<name>.apply`, the replicated form of REPLICATE MSETEX.
-    Apply,
-    /// `<name>.unroutable`, which refuses TTL-form options where they
-    /// cannot be routed.
-    Unroutable,
-    /// The changes counter of REPLICATE MSETEX.
-    Changes,
+/// Registers `name`, run by `C`, with the given flags and legacy key
+/// positions.
+pub fn create_command<C: Command>(
+    ctx: *mut RedisModuleCtx,
+    name: &CStr,
+    flags: &CStr,
+    keys: (i32, i32, i32),
+) -> Result<(), String> {
+    register(ctx, name, flags, keys, Some(command_entry::<C>))
 }
 
-/// Registers `name` with the given flags and legacy key positions.
-pub fn create_command(
+/// Registers the changes counter `name`, which
+/// [`Ctx::count_changes_silently`] calls; `flags` should keep it out of
+/// MONITOR, SLOWLOG and replication (`readonly`, `no-monitor`, ...).
+pub fn create_changes_counter(
+    ctx: *mut RedisModuleCtx,
+    name: &CStr,
+    flags: &CStr,
+) -> Result<(), String> {
+    register(ctx, name, flags, (0, 0, 0), Some(changes_entry))
+}
+
+fn register(
     ctx: *mut RedisModuleCtx,
     name: &CStr,
     flags: &CStr,
     (first_key, last_key, key_step): (i32, i32, i32),
-    handler: Handler,
+    entry: raw::RedisModuleCmdFunc,
 ) -> Result<(), String> {
     let api = api()?;
-    let entry: raw::RedisModuleCmdFunc = match handler {
-        Handler::Msetex => Some(msetex_entry),
-        Handler::Apply => Some(apply_entry),
-        Handler::Unroutable => Some(unroutable_entry),
-        Handler::Changes => Some(changes_entry),
-    };
     // SAFETY: ctx is the load context; name and flags are NUL-terminated and
     // copied by the server; the entries have the RedisModuleCmdFunc signature.
     let status = unsafe {
@@ -103,11 +108,11 @@ pub fn create_command(
     }
 }
 
-/// Subscribes to the server events that announce a new replication
-/// listener (a role change, a load) and to the cron tick that probes it,
-/// and filters every command for SYNC/PSYNC. Returns false if the server
-/// cannot deliver one of them.
-pub fn watch_replication(ctx: *mut RedisModuleCtx) -> bool {
+/// Subscribes `H` to the server events (a role change, a load, the cron
+/// tick) and makes it the command filter, which sees every command but the
+/// module's own calls. Returns false if the server cannot deliver one of
+/// them.
+pub fn watch<H: Hooks>(ctx: *mut RedisModuleCtx) -> bool {
     let Some(api) = API.get() else {
         return false;
     };
@@ -121,221 +126,40 @@ pub fn watch_replication(ctx: *mut RedisModuleCtx) -> bool {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         // SAFETY: ctx is the load context; server_event matches
         // RedisModuleEventCallback and lives as long as the module.
-        unsafe { (api.subscribe_to_server_event)(ctx, event, Some(server_event)) == OK }
+        unsafe { (api.subscribe_to_server_event)(ctx, event, Some(server_event::<H>)) == OK }
     });
     // SAFETY: ctx is the load context; command_filter matches
     // RedisModuleCommandFilterFunc and lives as long as the module.
     let filter = unsafe {
         (api.register_command_filter)(
             ctx,
-            Some(command_filter),
+            Some(command_filter::<H>),
             raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
         )
     };
     events && !filter.is_null()
 }
 
-unsafe extern "C" fn server_event(
-    ctx: *mut RedisModuleCtx,
-    event: raw::RedisModuleEvent,
-    _subevent: u64,
-    _data: *mut std::ffi::c_void,
-) {
-    // A panic must not cross into the server; the state just stays unknown.
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
-            crate::propagation::on_cron(|| {
-                let fields = server_info_fields(c"replication", &crate::propagation::PROBED_FIELDS);
-                crate::propagation::ReplicationInfo::from_fields(&fields)
-            });
-            if let Some(ctx) = Ctx::of(ctx) {
-                crate::command::on_cron(&ctx);
-            }
-        } else {
-            crate::propagation::on_listener_may_appear();
-        }
-    }));
-}
-
-/// MODULE UNLOAD asks first: false refuses it (see `command::on_unload`).
-pub fn may_unload(ctx: *mut RedisModuleCtx) -> bool {
+/// MODULE UNLOAD asks first: `decide` says whether it may go ahead (a
+/// panic refuses it).
+pub fn may_unload(ctx: *mut RedisModuleCtx, decide: impl FnOnce(&Ctx<'_>) -> bool) -> bool {
     let Some(ctx) = Ctx::of(ctx) else {
         return true;
     };
-    catch_unwind(AssertUnwindSafe(|| crate::command::on_unload(&ctx))).unwrap_or(false)
+    catch_unwind(AssertUnwindSafe(|| decide(&ctx))).unwrap_or(false)
 }
 
-/// Runs before every command any client sends (and the replication stream):
-/// a SYNC or PSYNC is about to make a replica (and a replication backlog);
-/// an MSETEX call may need its options packed (see `command::packed`).
-unsafe extern "C" fn command_filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
-    let Some(api) = API.get() else {
-        return;
-    };
-    // A panic must not cross into the server; the command then runs as sent.
-    let _ = catch_unwind(|| {
-        // SAFETY: filter is the live filter context of this command.
-        let count = unsafe { (api.command_filter_args_count)(filter) };
-        // SAFETY: as above; position 0 exists when count >= 1.
-        let Some(name) = (count >= 1)
-            .then(|| unsafe { filter_arg(api, filter, 0) })
-            .flatten()
-        else {
-            return;
-        };
-        match crate::command::seen(name) {
-            crate::command::Seen::Other => {}
-            crate::command::Seen::ReplicationHandshake => {
-                crate::propagation::on_listener_may_appear()
-            }
-            crate::command::Seen::Rewrite => {
-                // SAFETY: every position below count exists.
-                let args: Vec<&[u8]> = (0..count)
-                    .filter_map(|i| unsafe { filter_arg(api, filter, i) })
-                    .collect();
-                if args.len() != usize::try_from(count).unwrap_or(0) {
-                    return;
-                }
-                if let Some(change) = crate::command::rewrite(&args) {
-                    // SAFETY: filter is live; the positions exist (counted above).
-                    unsafe { replace_args(api, filter, change.at, change.replaced, &change.with) };
-                }
-            }
-        }
-    });
-}
-
-/// The bytes of argument `pos` of the filtered command.
-///
-/// # Safety
-///
-/// `filter` is the live filter context and `pos` one of its positions; the
-/// bytes are valid until the filter changes that argument.
-unsafe fn filter_arg<'a>(
-    api: &Api,
-    filter: *mut raw::RedisModuleCommandFilterCtx,
-    pos: c_int,
-) -> Option<&'a [u8]> {
-    // SAFETY: the caller's contract; the string is owned by the command.
-    let arg = unsafe { (api.command_filter_arg_get)(filter, pos) };
-    if arg.is_null() {
-        return None;
-    }
-    let mut len = 0usize;
-    // SAFETY: arg is a live module string; the pointer is valid while it is.
-    let ptr = unsafe { (api.string_ptr_len)(arg, &mut len) };
-    if ptr.is_null() {
-        return Some(&[]);
-    }
-    // SAFETY: ptr points at len readable bytes.
-    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
-}
-
-/// Replaces the `count` arguments from position `at` on with `with`. If the
-/// server refuses a step (it cannot: the positions exist), the command
-/// becomes an unknown one, refused with nothing done, rather than run with
-/// some of its arguments changed.
-///
-/// # Safety
-///
-/// `filter` is the live filter context of a command with at least
-/// `at + count` arguments.
-unsafe fn replace_args(
-    api: &Api,
-    filter: *mut raw::RedisModuleCommandFilterCtx,
-    at: usize,
-    count: usize,
-    with: &[Vec<u8>],
-) {
-    let new_string = |bytes: &[u8]| {
-        // SAFETY: a NULL ctx makes the string the filter's to hand over.
-        unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
-    };
-    let step = |index: usize, arg: Option<&Vec<u8>>, replace: bool| -> bool {
-        let Ok(pos) = c_int::try_from(at + index) else {
-            return false;
-        };
-        let Some(arg) = arg else {
-            // SAFETY: the position exists (the caller's contract).
-            return unsafe { (api.command_filter_arg_delete)(filter, pos) } == OK;
-        };
-        let string = new_string(arg);
-        if string.is_null() {
-            return false;
-        }
-        // SAFETY: the position exists; on success the command owns string.
-        let status = unsafe {
-            if replace {
-                (api.command_filter_arg_replace)(filter, pos, string)
-            } else {
-                (api.command_filter_arg_insert)(filter, pos, string)
-            }
-        };
-        if status != OK {
-            // SAFETY: not handed over, so still ours; freed once.
-            unsafe { (api.free_string)(std::ptr::null_mut(), string) };
-        }
-        status == OK
-    };
-    let kept = count.min(with.len());
-    let done = (0..kept).all(|i| step(i, with.get(i), true))
-        && (kept..with.len()).all(|i| step(i, with.get(i), false))
-        && (with.len()..count).all(|_| step(with.len(), None, true));
-    if !done && at + kept > 0 {
-        let refused = new_string(b"msetex: the command could not be rewritten");
-        // SAFETY: position 0 exists; on success the command owns the string.
-        if !refused.is_null()
-            && unsafe { (api.command_filter_arg_replace)(filter, 0, refused) } != OK
-        {
-            // SAFETY: not handed over; freed once.
-            unsafe { (api.free_string)(std::ptr::null_mut(), refused) };
-        }
-    }
-}
-
-/// Registers the `INFO msetex` section (replacing the redis-module crate's
-/// default handler, which has nothing to report for this module).
-pub fn register_info(ctx: *mut RedisModuleCtx) -> Result<(), String> {
+/// Registers `I` as the module's INFO section (replacing the redis-module
+/// crate's default handler, which has nothing to report for this module).
+pub fn register_info<I: InfoSection>(ctx: *mut RedisModuleCtx) -> Result<(), String> {
     let api = api()?;
     // SAFETY: ctx is the load context; info_section matches RedisModuleInfoFunc.
-    let status = unsafe { (api.register_info_func)(ctx, Some(info_section)) };
+    let status = unsafe { (api.register_info_func)(ctx, Some(info_section::<I>)) };
     if status == OK {
         Ok(())
     } else {
         Err("RedisModule_RegisterInfoFunc failed".to_owned())
     }
-}
-
-unsafe extern "C" fn info_section(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let Some(api) = API.get() else {
-        return;
-    };
-    let _ = catch_unwind(|| {
-        // SAFETY: ctx is the INFO context the server passed in; a NULL name
-        // makes the section the module's own ("msetex").
-        unsafe { (api.info_add_section)(ctx, std::ptr::null()) };
-        for (name, value) in crate::stats::fields() {
-            let value = c_longlong::try_from(value).unwrap_or(c_longlong::MAX);
-            // SAFETY: as above; name is NUL-terminated and copied.
-            unsafe { (api.info_add_field_long_long)(ctx, name.as_ptr(), value) };
-        }
-        // SAFETY: a NULL context reads only server-wide flags.
-        let flags = unsafe { (api.get_context_flags)(std::ptr::null_mut()) };
-        let aof = flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0;
-        let mut labels = vec![(
-            c"replication_listeners",
-            crate::propagation::listeners_label(aof),
-        )];
-        if let Some(module) = crate::config::get() {
-            labels.push((c"syntax", module.syntax_label()));
-            labels.push((c"replicate", module.replicate_label()));
-            labels.push((c"acl", module.acl_label()));
-        }
-        for (name, value) in labels {
-            // SAFETY: as above; both strings are NUL-terminated and copied.
-            unsafe { (api.info_add_field_c_string)(ctx, name.as_ptr(), value.as_ptr()) };
-        }
-    });
 }
 
 /// Reads `fields` of the INFO section `section`; missing fields are absent
@@ -356,14 +180,10 @@ pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'sta
             // SAFETY: data is live until freed below; the returned C string
             // is owned by data and copied before that.
             let value = unsafe { (api.server_info_get_field_c)(data, name.as_ptr()) };
-            // SAFETY: non-null, NUL-terminated, owned by data (still live).
             (!value.is_null()).then(|| {
-                (
-                    *field,
-                    unsafe { CStr::from_ptr(value) }
-                        .to_string_lossy()
-                        .into_owned(),
-                )
+                // SAFETY: non-null, NUL-terminated, owned by data (still live).
+                let value = unsafe { CStr::from_ptr(value) };
+                (*field, value.to_string_lossy().into_owned())
             })
         })
         .collect();
@@ -451,7 +271,7 @@ pub fn set_command_info(
     // the server copies what it keeps.
     let mut arena: Vec<Vec<raw::RedisModuleCommandArg>> = Vec::new();
     let args = command_args(docs.args, &mut arena);
-    let mut key_specs = [key_spec(docs.key_spec), key_spec_end()];
+    let mut key_specs = [key_spec(docs.key_spec, docs.key_notes), key_spec_end()];
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -465,7 +285,7 @@ pub fn set_command_info(
         since: docs.since.as_ptr(),
         history: std::ptr::null_mut(),
         tips: std::ptr::null(),
-        arity: info::ARITY,
+        arity: docs.arity,
         key_specs: key_specs.as_mut_ptr(),
         args,
     };
@@ -482,7 +302,7 @@ pub fn set_command_info(
 /// Builds a NULL-terminated C array of `args` (recursively), stored in
 /// `arena`, and returns a pointer to it.
 fn command_args(
-    args: &[info::Arg],
+    args: &[docs::Arg],
     arena: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
 ) -> *mut raw::RedisModuleCommandArg {
     let mut level: Vec<raw::RedisModuleCommandArg> = args
@@ -543,7 +363,7 @@ fn command_args(
     ptr
 }
 
-fn key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
+fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleCommandKeySpec {
     let (begin, incomplete) = match spec {
         KeySpec::Range {
             first, incomplete, ..
@@ -556,18 +376,9 @@ fn key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
     if incomplete {
         flags |= raw::REDISMODULE_CMD_KEY_INCOMPLETE;
     }
-    let (notes, find_keys_type, fk) = match spec {
-        KeySpec::Range {
-            last,
-            step,
-            incomplete,
-            ..
-        } => (
-            if incomplete {
-                c"Keys follow the options and the time; options move them.".as_ptr()
-            } else {
-                c"Keys follow the time.".as_ptr()
-            },
+    let notes = notes.map_or(std::ptr::null(), CStr::as_ptr);
+    let (find_keys_type, fk) = match spec {
+        KeySpec::Range { last, step, .. } => (
             raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
             raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
                 range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
@@ -578,7 +389,6 @@ fn key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
             },
         ),
         KeySpec::Keynum { step, .. } => (
-            std::ptr::null(),
             raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
             raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
                 keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
@@ -647,15 +457,4 @@ pub fn set_acl_categories(
             categories.to_string_lossy()
         ))
     }
-}
-
-/// What the server's module API offers for checking a user's permission
-/// to run a command (Redis 7.0+).
-pub fn acl_check_available() -> bool {
-    API.get().is_some_and(|api| {
-        api.get_current_user_name.is_some()
-            && api.get_module_user_from_user_name.is_some()
-            && api.acl_check_command_permissions.is_some()
-            && api.free_module_user.is_some()
-    })
 }

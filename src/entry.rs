@@ -1,0 +1,258 @@
+//! The module's entry points: everything the server calls, and the only
+//! place that calls from `ffi` up into the module. The load (`init`) reads
+//! the server, lets `plan` decide and executes the plan; the commands, the
+//! command filter, the server events, INFO and MODULE UNLOAD are handed to
+//! `ffi` as implementations of its traits.
+
+use std::ffi::CStr;
+
+use redis_module::{Context, RedisString, Status};
+
+use crate::config::{self, AclCheck};
+use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
+use crate::ffi::{Arg, Ctx};
+use crate::plan::{Plan, Registration, Registrations, Role};
+use crate::replication::{self, ReplicationInfo};
+use crate::server::{Environment, Server};
+use crate::syntax::ACL_CATEGORIES;
+use crate::{acl, command, load_args, plan, stats, users};
+
+/// MODULE LOAD / `loadmodule`.
+pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    match load(ctx.ctx, args) {
+        Ok(()) => Status::Ok,
+        Err(reason) => {
+            ffi::log(ctx.ctx, LogLevel::Warning, &format!("not loaded: {reason}"));
+            Status::Err
+        }
+    }
+}
+
+/// MODULE UNLOAD: refused while it would leave the server unable to
+/// describe or replay users' ACL rules (see `users::on_unload`).
+pub fn deinit(ctx: &Context) -> Status {
+    if ffi::may_unload(ctx.ctx, users::on_unload) {
+        Status::Ok
+    } else {
+        Status::Err
+    }
+}
+
+fn load(raw: *mut ffi::RawCtx, args: &[RedisString]) -> Result<(), String> {
+    ffi::init_api()?;
+    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    let options = load_args::parse_load_args(&args)?;
+    let fields = ffi::server_info_fields(
+        c"server",
+        &["redis_version", "server_name", "valkey_version"],
+    );
+    let server = Server::identify(|name| {
+        fields
+            .iter()
+            .find(|(field, _)| *field == name)
+            .map(|(_, value)| value.as_str())
+    });
+    let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+    let environment = Environment {
+        cluster: ffi::cluster_enabled(raw),
+        io_threads: ffi::load_config(raw, c"io-threads")
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or(1),
+        jemalloc: allocator
+            .first()
+            .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+    };
+    match plan::plan(&options, server.as_ref(), environment)? {
+        Plan::BuiltinServes(line) => {
+            ffi::log(raw, LogLevel::Notice, &line);
+            Ok(())
+        }
+        Plan::Register(registrations) => register(raw, *registrations),
+    }
+}
+
+/// Executes a plan, in its order.
+fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
+    if let Some((_, error)) = plan
+        .needed
+        .iter()
+        .find(|(command, _)| !ffi::command_exists(raw, command))
+    {
+        return Err(error.clone());
+    }
+    ffi::set_module_options(raw, plan.atomic_slot_migration, plan.signal_on_close)?;
+    ffi::register_info::<Info>(raw)?;
+    let mut acl = AclCheck::Unavailable;
+    for command in &plan.commands {
+        let categories = create(raw, command)?;
+        if command.role == Role::Msetex {
+            acl = match categories {
+                Some(Ok(Optional::Done)) => AclCheck::ByServer,
+                _ if ffi::acl_check_available() => AclCheck::Translated,
+                _ => AclCheck::Unavailable,
+            };
+        }
+        log_extras(raw, command, categories, acl);
+    }
+    if acl == AclCheck::Translated {
+        // Users defined before (or loaded after) the module hold rules the
+        // command filter never saw: corrected before MSETEX first runs.
+        acl::set_pending();
+    }
+    let watching = ffi::watch::<Hooks>(raw);
+    replication::set_watching(watching && plan.shortcut_allowed);
+    if !watching {
+        ffi::log(
+            raw,
+            LogLevel::Notice,
+            "server events or command filters unavailable: every key is always replicated",
+        );
+    }
+    config::set(config::Module { acl, ..plan.module });
+    ffi::log(raw, LogLevel::Notice, &plan.registered);
+    for note in &plan.notes {
+        ffi::log(raw, LogLevel::Notice, note);
+    }
+    Ok(())
+}
+
+/// Registers one command; returns what became of its ACL categories, if
+/// it asked for them.
+fn create(
+    raw: *mut ffi::RawCtx,
+    command: &Registration,
+) -> Result<Option<Result<Optional, String>>, String> {
+    let (name, flags, keys) = (&command.name, command.flags, command.legacy_keys);
+    match command.role {
+        Role::Msetex => ffi::create_command::<Msetex>(raw, name, flags, keys)?,
+        Role::Apply => ffi::create_command::<Apply>(raw, name, flags, keys)?,
+        Role::Unroutable => ffi::create_command::<Unroutable>(raw, name, flags, keys)?,
+        Role::ChangesCounter => ffi::create_changes_counter(raw, name, flags)?,
+    }
+    Ok(command
+        .categories
+        .then(|| ffi::set_acl_categories(raw, name, ACL_CATEGORIES)))
+}
+
+/// COMMAND DOCS information (7.0+) and ACL categories (7.2+): the command
+/// works without them, so a server that lacks or refuses them only gets a
+/// log line.
+fn log_extras(
+    raw: *mut ffi::RawCtx,
+    command: &Registration,
+    categories: Option<Result<Optional, String>>,
+    acl: AclCheck,
+) {
+    let docs = command
+        .docs
+        .as_ref()
+        .map(|docs| ffi::set_command_info(raw, &command.name, docs));
+    let extras = [
+        ("COMMAND DOCS information", docs),
+        (
+            if acl == AclCheck::Unavailable {
+                "ACL categories (rules by command name still work)"
+            } else {
+                "ACL categories (MSETEX gets the permission of its categories through the rules \
+                 ACL SETUSER sets)"
+            },
+            categories,
+        ),
+    ];
+    for (what, outcome) in extras {
+        match outcome {
+            None | Some(Ok(Optional::Done)) => {}
+            Some(Ok(Optional::Unsupported)) => ffi::log(
+                raw,
+                LogLevel::Notice,
+                &format!("this server does not support {what}; skipped"),
+            ),
+            Some(Err(reason)) => ffi::log(raw, LogLevel::Warning, &format!("{what}: {reason}")),
+        }
+    }
+}
+
+/// `MSETEX`.
+struct Msetex;
+
+impl ffi::Command for Msetex {
+    fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply {
+        command::msetex(ctx, args)
+    }
+
+    fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
+        command::declare_keys(positions, args);
+    }
+}
+
+/// `<name>.apply`.
+struct Apply;
+
+impl ffi::Command for Apply {
+    fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply {
+        command::apply(ctx, args)
+    }
+}
+
+/// `<name>.unroutable`.
+struct Unroutable;
+
+impl ffi::Command for Unroutable {
+    fn run<'c>(ctx: &Ctx<'c>, _args: &[Arg<'c>]) -> Reply {
+        command::unroutable(ctx)
+    }
+}
+
+/// The command filter and the server events.
+struct Hooks;
+
+impl ffi::Hooks for Hooks {
+    fn filter_wants(name: &[u8]) -> bool {
+        match command::seen(name) {
+            command::Seen::Other => false,
+            command::Seen::ReplicationHandshake => {
+                replication::on_listener_may_appear();
+                false
+            }
+            command::Seen::Rewrite => true,
+        }
+    }
+
+    fn filter(args: &[&[u8]]) -> Option<ArgsChange> {
+        command::rewrite(args)
+    }
+
+    fn on_replication_event() {
+        replication::on_listener_may_appear();
+    }
+
+    fn on_cron(ctx: &Ctx<'_>) {
+        replication::on_cron(|| {
+            let fields = ffi::server_info_fields(c"replication", &replication::PROBED_FIELDS);
+            ReplicationInfo::from_fields(&fields)
+        });
+        users::on_cron(ctx);
+    }
+}
+
+/// `INFO msetex`.
+struct Info;
+
+impl ffi::InfoSection for Info {
+    fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)> {
+        let mut fields: Vec<(&'static CStr, InfoValue)> = stats::fields()
+            .into_iter()
+            .map(|(name, value)| (name, InfoValue::Integer(value)))
+            .collect();
+        fields.push((
+            c"replication_listeners",
+            InfoValue::Text(replication::listeners_label(aof_on)),
+        ));
+        if let Some(module) = config::get() {
+            fields.push((c"syntax", InfoValue::Text(module.syntax.label())));
+            fields.push((c"replicate", InfoValue::Text(module.replicate.label())));
+            fields.push((c"acl", InfoValue::Text(module.acl_label())));
+        }
+        fields
+    }
+}

@@ -1,0 +1,283 @@
+//! What the server calls: the trampolines it is handed at registration,
+//! each generic over a trait that the module's entry points implement
+//! (`crate::entry`). They build the safe views, call the trait, and never
+//! let a panic cross into the server. ffi calls nothing above it.
+
+use std::ffi::CStr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use libc::{c_int, c_longlong};
+use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
+
+use super::ctx::{Arg, Ctx, KeyPositions, Reply};
+use super::{log, Api, LogLevel, API, ERR, OK};
+
+/// A command the module registers (see [`super::create_command`]).
+pub trait Command {
+    /// Runs one call and says what to reply.
+    fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
+
+    /// Answers the server's "where are the keys" call, for a command
+    /// registered with the `getkeys-api` flag.
+    fn declare_keys(_positions: &KeyPositions, _args: &[Arg<'_>]) {}
+}
+
+/// How the command filter rewrites a command: the `replaced` arguments
+/// from `at` on become `with`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgsChange {
+    pub at: usize,
+    pub replaced: usize,
+    pub with: Vec<Vec<u8>>,
+}
+
+/// The command filter and the server events (see [`super::watch`]).
+pub trait Hooks {
+    /// Runs before every command (and the replication stream): whether the
+    /// command named `name` may need rewriting. A few comparisons.
+    fn filter_wants(name: &[u8]) -> bool;
+    /// The change to make to a command [`Hooks::filter_wants`] chose.
+    fn filter(args: &[&[u8]]) -> Option<ArgsChange>;
+    /// A role changed, or a data set is loading.
+    fn on_replication_event();
+    /// Every cron tick (`hz` times a second).
+    fn on_cron(ctx: &Ctx<'_>);
+}
+
+/// A value of the module's INFO section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InfoValue {
+    Integer(u64),
+    Text(&'static CStr),
+}
+
+/// The module's INFO section (see [`super::register_info`]).
+pub trait InfoSection {
+    /// Its fields, in order; `aof_on`: the AOF is on.
+    fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
+}
+
+/// The server calls this for every call of a command registered for `C`.
+pub(super) unsafe extern "C" fn command_entry<C: Command>(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let Some(call) = Ctx::of(ctx) else {
+        return ERR;
+    };
+    // SAFETY: the server passes argc live argument strings for this call.
+    let args = unsafe { call.args(argv, argc) };
+    // SAFETY: ctx is the context of this call.
+    if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
+        // The server only wants to know where the keys are (cluster slot,
+        // ACL and COMMAND GETKEYS checks): this context has no client.
+        let positions = KeyPositions {
+            raw: ctx,
+            api: call.api,
+        };
+        let _ = catch_unwind(AssertUnwindSafe(|| C::declare_keys(&positions, &args)));
+        return OK;
+    }
+    match catch_unwind(AssertUnwindSafe(|| C::run(&call, &args))) {
+        Ok(reply) => call.reply(reply),
+        Err(_) => {
+            log(
+                ctx,
+                LogLevel::Warning,
+                "msetex: internal error (panic caught), see issue tracker",
+            );
+            call.reply(Reply::Error(c"ERR msetex internal error".to_owned()))
+        }
+    }
+}
+
+/// Server events: role changes, loading, cron ticks.
+pub(super) unsafe extern "C" fn server_event<H: Hooks>(
+    ctx: *mut RedisModuleCtx,
+    event: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut std::ffi::c_void,
+) {
+    // A panic must not cross into the server.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
+            if let Some(ctx) = Ctx::of(ctx) {
+                H::on_cron(&ctx);
+            }
+        } else {
+            H::on_replication_event();
+        }
+    }));
+}
+
+/// Runs before every command any client sends (and the replication stream).
+pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
+    filter: *mut raw::RedisModuleCommandFilterCtx,
+) {
+    let Some(api) = API.get() else {
+        return;
+    };
+    // A panic must not cross into the server; the command then runs as sent.
+    let _ = catch_unwind(|| {
+        // SAFETY: filter is the live filter context of this command.
+        let count = unsafe { (api.command_filter_args_count)(filter) };
+        // SAFETY: as above; position 0 exists when count >= 1.
+        let Some(name) = (count >= 1)
+            .then(|| unsafe { filter_arg(api, filter, 0) })
+            .flatten()
+        else {
+            return;
+        };
+        if !H::filter_wants(name) {
+            return;
+        }
+        // SAFETY: every position below count exists.
+        let args: Vec<&[u8]> = (0..count)
+            .filter_map(|i| unsafe { filter_arg(api, filter, i) })
+            .collect();
+        if args.len() != usize::try_from(count).unwrap_or(0) {
+            return;
+        }
+        if let Some(change) = H::filter(&args) {
+            // SAFETY: filter is live; the positions exist (counted above).
+            unsafe { replace_args(api, filter, change.at, change.replaced, &change.with) };
+        }
+    });
+}
+
+/// The bytes of argument `pos` of the filtered command.
+///
+/// # Safety
+///
+/// `filter` is the live filter context and `pos` one of its positions; the
+/// bytes are valid until the filter changes that argument.
+unsafe fn filter_arg<'a>(
+    api: &Api,
+    filter: *mut raw::RedisModuleCommandFilterCtx,
+    pos: c_int,
+) -> Option<&'a [u8]> {
+    // SAFETY: the caller's contract; the string is owned by the command.
+    let arg = unsafe { (api.command_filter_arg_get)(filter, pos) };
+    if arg.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    // SAFETY: arg is a live module string; the pointer is valid while it is.
+    let ptr = unsafe { (api.string_ptr_len)(arg, &mut len) };
+    if ptr.is_null() {
+        return Some(&[]);
+    }
+    // SAFETY: ptr points at len readable bytes.
+    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// Replaces the `count` arguments from position `at` on with `with`. If the
+/// server refuses a step (it cannot: the positions exist), the command
+/// becomes an unknown one, refused with nothing done, rather than run with
+/// some of its arguments changed.
+///
+/// # Safety
+///
+/// `filter` is the live filter context of a command with at least
+/// `at + count` arguments.
+unsafe fn replace_args(
+    api: &Api,
+    filter: *mut raw::RedisModuleCommandFilterCtx,
+    at: usize,
+    count: usize,
+    with: &[Vec<u8>],
+) {
+    let new_string = |bytes: &[u8]| {
+        // SAFETY: a NULL ctx makes the string the filter's to hand over.
+        unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
+    };
+    let step = |index: usize, arg: Option<&Vec<u8>>, replace: bool| -> bool {
+        let Ok(pos) = c_int::try_from(at + index) else {
+            return false;
+        };
+        let Some(arg) = arg else {
+            // SAFETY: the position exists (the caller's contract).
+            return unsafe { (api.command_filter_arg_delete)(filter, pos) } == OK;
+        };
+        let string = new_string(arg);
+        if string.is_null() {
+            return false;
+        }
+        // SAFETY: the position exists; on success the command owns string.
+        let status = unsafe {
+            if replace {
+                (api.command_filter_arg_replace)(filter, pos, string)
+            } else {
+                (api.command_filter_arg_insert)(filter, pos, string)
+            }
+        };
+        if status != OK {
+            // SAFETY: not handed over, so still ours; freed once.
+            unsafe { (api.free_string)(std::ptr::null_mut(), string) };
+        }
+        status == OK
+    };
+    let kept = count.min(with.len());
+    let done = (0..kept).all(|i| step(i, with.get(i), true))
+        && (kept..with.len()).all(|i| step(i, with.get(i), false))
+        && (with.len()..count).all(|_| step(with.len(), None, true));
+    if !done && at + kept > 0 {
+        let refused = new_string(b"msetex: the command could not be rewritten");
+        let replaced = !refused.is_null() && {
+            // SAFETY: position 0 exists; on success the command owns the string.
+            unsafe { (api.command_filter_arg_replace)(filter, 0, refused) == OK }
+        };
+        if !refused.is_null() && !replaced {
+            // SAFETY: not handed over; freed once.
+            unsafe { (api.free_string)(std::ptr::null_mut(), refused) };
+        }
+    }
+}
+
+/// The module's INFO section (`INFO msetex`).
+pub(super) unsafe extern "C" fn info_section<I: InfoSection>(
+    ctx: *mut raw::RedisModuleInfoCtx,
+    _for_crash_report: c_int,
+) {
+    let Some(api) = API.get() else {
+        return;
+    };
+    let _ = catch_unwind(|| {
+        // SAFETY: a NULL context reads only server-wide flags.
+        let flags = unsafe { (api.get_context_flags)(std::ptr::null_mut()) };
+        let aof = flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0;
+        // SAFETY: ctx is the INFO context the server passed in; a NULL name
+        // makes the section the module's own ("msetex").
+        unsafe { (api.info_add_section)(ctx, std::ptr::null()) };
+        for (name, value) in I::fields(aof) {
+            // SAFETY: as above; the strings are NUL-terminated and copied.
+            unsafe {
+                match value {
+                    InfoValue::Integer(n) => {
+                        let n = c_longlong::try_from(n).unwrap_or(c_longlong::MAX);
+                        (api.info_add_field_long_long)(ctx, name.as_ptr(), n)
+                    }
+                    InfoValue::Text(text) => {
+                        (api.info_add_field_c_string)(ctx, name.as_ptr(), text.as_ptr())
+                    }
+                }
+            };
+        }
+    });
+}
+
+impl<'call> Ctx<'call> {
+    /// Sends `reply` to the client.
+    pub(super) fn reply(&self, reply: Reply) -> c_int {
+        // SAFETY: ctx is the live command context; the texts are NUL-terminated
+        // and copied by the server.
+        unsafe {
+            match reply {
+                Reply::Ok => (self.api.reply_with_simple_string)(self.raw, c"OK".as_ptr()),
+                Reply::Integer(n) => (self.api.reply_with_long_long)(self.raw, n),
+                Reply::Error(text) => (self.api.reply_with_error)(self.raw, text.as_ptr()),
+            }
+        }
+    }
+}

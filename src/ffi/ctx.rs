@@ -1,0 +1,237 @@
+//! One command call: its context, arguments, reply, flags, keyspace
+//! signals and events, and strings the module creates.
+
+use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
+
+use libc::c_int;
+use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
+
+use super::{log, Api, LogLevel, API};
+
+/// A "where are the keys" call (flag `getkeys-api`): collects positions.
+pub struct KeyPositions {
+    pub(super) raw: *mut RedisModuleCtx,
+    pub(super) api: &'static Api,
+}
+
+impl KeyPositions {
+    /// Declares argv[`index`] a key that the command overwrites.
+    pub fn key_at(&self, index: usize) {
+        let Ok(pos) = c_int::try_from(index) else {
+            return;
+        };
+        let flags = raw::REDISMODULE_CMD_KEY_OW as c_int | raw::REDISMODULE_CMD_KEY_UPDATE as c_int;
+        // SAFETY: raw is a key-positions context; pos is within argv.
+        unsafe {
+            match self.api.key_at_pos_with_flags {
+                Some(with_flags) => with_flags(self.raw, pos, flags),
+                // Before Redis 7.0: no flags; ACLs then require full access.
+                None => (self.api.key_at_pos)(self.raw, pos),
+            }
+        }
+    }
+}
+
+/// What a command sends back to its client.
+#[derive(Debug)]
+pub enum Reply {
+    /// `+OK`
+    Ok,
+    /// `:n`
+    Integer(i64),
+    /// `-<text>`; the text starts with the error code, e.g. `ERR ...`.
+    Error(CString),
+}
+
+/// The server context of one command call. Not `Send`: it must not leave
+/// the call (and the thread) it was created for.
+pub struct Ctx<'call> {
+    pub(super) raw: *mut RedisModuleCtx,
+    pub(super) api: &'static Api,
+    _call: PhantomData<&'call mut RedisModuleCtx>,
+}
+
+/// One command argument, borrowed from the server for the length of the call.
+#[derive(Clone, Copy)]
+pub struct Arg<'call> {
+    pub(super) ptr: *mut RedisModuleString,
+    pub(super) bytes: &'call [u8],
+}
+
+impl AsRef<[u8]> for Arg<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl<'call> Arg<'call> {
+    /// The argument's bytes (binary-safe).
+    pub fn bytes(&self) -> &'call [u8] {
+        self.bytes
+    }
+}
+
+/// Keyspace event classes we fire, as in `notify-keyspace-events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventClass {
+    /// `$`: string commands (`set`).
+    String,
+    /// `g`: generic commands (`expire`, `del`).
+    Generic,
+    /// `o` (Redis 8.2+): a key's value was replaced (`overwritten`).
+    Overwritten,
+}
+
+/// The server state a call depends on, read once per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextFlags {
+    /// The AOF is on (or being turned on).
+    pub aof: bool,
+    /// The call came over the replication link.
+    pub replicated: bool,
+    /// The server is loading (the AOF replays this call).
+    pub loading: bool,
+    /// The server is a replica.
+    pub replica: bool,
+    /// A child process (RDB or AOF rewrite) runs: key lookups do not touch
+    /// keys meanwhile.
+    pub active_child: bool,
+}
+
+impl<'call> Ctx<'call> {
+    /// The context of a command the server is calling back; `None` before
+    /// the module API was looked up (never, once loaded).
+    pub(super) fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
+        API.get().map(|api| Ctx {
+            raw,
+            api,
+            _call: PhantomData,
+        })
+    }
+
+    /// The arguments of a command call.
+    ///
+    /// # Safety
+    ///
+    /// `argv` holds `argc` live argument strings that outlive the call (the
+    /// server's argv while the command runs), or is NULL.
+    pub(super) unsafe fn args(
+        &self,
+        argv: *mut *mut RedisModuleString,
+        argc: c_int,
+    ) -> Vec<Arg<'call>> {
+        let argc = usize::try_from(argc).unwrap_or(0);
+        if argv.is_null() || argc == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller's contract; Arg borrows them for no longer
+        // than the call.
+        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
+        raw_args.iter().map(|&ptr| self.arg(ptr)).collect()
+    }
+
+    pub(super) fn arg(&self, ptr: *mut RedisModuleString) -> Arg<'call> {
+        let mut len = 0usize;
+        // SAFETY: ptr is a live argv string; StringPtrLen only reads it and
+        // returns a pointer valid while the string lives (the whole call,
+        // since the server holds argv until we return).
+        let data = unsafe { (self.api.string_ptr_len)(ptr, &mut len) };
+        let bytes = if data.is_null() || len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: data points at len readable bytes owned by the string.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+        };
+        Arg { ptr, bytes }
+    }
+
+    /// The server's clock in unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        // SAFETY: no arguments; reads the server clock.
+        unsafe { (self.api.milliseconds)() }
+    }
+
+    pub(super) fn flags_raw(&self) -> c_int {
+        // SAFETY: ctx is the live command context; the call only reads state.
+        unsafe { (self.api.get_context_flags)(self.raw) }
+    }
+
+    pub fn flags(&self) -> ContextFlags {
+        let flags = self.flags_raw();
+        let has = |flag: u32| flags & flag as c_int != 0;
+        ContextFlags {
+            aof: has(raw::REDISMODULE_CTX_FLAGS_AOF),
+            replicated: has(raw::REDISMODULE_CTX_FLAGS_REPLICATED),
+            loading: has(raw::REDISMODULE_CTX_FLAGS_LOADING)
+                || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
+            replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
+            active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
+        }
+    }
+
+    /// Tells WATCH and client-side caching that `key` changed. The module
+    /// turns off the implicit signal on closing a key (see
+    /// [`super::set_module_options`]) so that keys it only looks at stay quiet.
+    pub fn signal_modified(&self, key: Arg<'call>) {
+        // SAFETY: ctx and key are live for the call; always returns OK.
+        unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
+    }
+
+    /// Fires a keyspace notification for `key`, as the server's commands do.
+    pub fn notify(&self, class: EventClass, event: &CStr, key: Arg<'call>) {
+        let class = match class {
+            EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
+            EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
+            EventClass::Overwritten => raw::REDISMODULE_NOTIFY_OVERWRITTEN,
+        };
+        // SAFETY: ctx, event (NUL-terminated) and key are live for the call.
+        // The return value only reports a missing client, which a command
+        // context always has.
+        unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
+    }
+
+    /// A new string owned by the module (not by the call), freed on drop.
+    pub fn string(&self, bytes: &[u8]) -> Option<OwnedString> {
+        // SAFETY: bytes is a valid slice; a NULL ctx makes the string ours to free.
+        let ptr = unsafe {
+            (self.api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len())
+        };
+        OwnedString::new(ptr, self.api)
+    }
+
+    /// A new string holding the decimal form of `n`, freed on drop.
+    pub fn string_from_i64(&self, n: i64) -> Option<OwnedString> {
+        // SAFETY: a NULL ctx makes the string ours to free.
+        let ptr = unsafe { (self.api.create_string_from_long_long)(std::ptr::null_mut(), n) };
+        OwnedString::new(ptr, self.api)
+    }
+
+    /// Logs a warning line to the server log.
+    pub fn log_warning(&self, message: &str) {
+        log(self.raw, LogLevel::Warning, message);
+    }
+}
+
+/// A module-owned string, released with `RedisModule_FreeString` on drop.
+pub struct OwnedString {
+    pub(super) ptr: *mut RedisModuleString,
+    free: unsafe extern "C" fn(*mut RedisModuleCtx, *mut RedisModuleString),
+}
+
+impl OwnedString {
+    pub(super) fn new(ptr: *mut RedisModuleString, api: &Api) -> Option<OwnedString> {
+        (!ptr.is_null()).then_some(OwnedString {
+            ptr,
+            free: api.free_string,
+        })
+    }
+}
+
+impl Drop for OwnedString {
+    fn drop(&mut self) {
+        // SAFETY: created with a NULL ctx (or handed to us by the server to
+        // free), so we hold the only reference we must release, exactly once.
+        unsafe { (self.free)(std::ptr::null_mut(), self.ptr) };
+    }
+}

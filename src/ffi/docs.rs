@@ -1,0 +1,101 @@
+//! What `COMMAND DOCS` and `COMMAND INFO` can say about a command (Redis
+//! 7.0+), as plain data that [`set_command_info`](super::set_command_info)
+//! hands to the server, and helpers to write argument trees as constants.
+
+use std::ffi::CStr;
+
+/// The kinds of argument COMMAND DOCS knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    String,
+    Integer,
+    UnixTime,
+    Key,
+    PureToken,
+    OneOf,
+    Block,
+}
+
+/// One node of the argument tree.
+#[derive(Debug)]
+pub struct Arg {
+    pub name: &'static CStr,
+    pub kind: ArgKind,
+    pub token: Option<&'static CStr>,
+    pub optional: bool,
+    pub multiple: bool,
+    pub subargs: &'static [Arg],
+}
+
+/// Where the keys are, as a key specification describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySpec {
+    /// Keys from argv[`first`] to argv[argc + `last`], every `step`.
+    /// `incomplete`: options can move them (the getkeys callback knows).
+    Range {
+        first: i32,
+        last: i32,
+        step: i32,
+        incomplete: bool,
+    },
+    /// argv[`index`] holds the number of keys, which follow it every `step`.
+    /// `incomplete`: the server must ask the getkeys callback.
+    Keynum {
+        index: i32,
+        step: i32,
+        incomplete: bool,
+    },
+}
+
+/// The documentation of one command.
+#[derive(Debug)]
+pub struct Docs {
+    pub summary: &'static CStr,
+    pub complexity: &'static CStr,
+    /// The module version that introduced the form (not a Redis version).
+    pub since: &'static CStr,
+    pub args: &'static [Arg],
+    pub key_spec: KeySpec,
+    /// What COMMAND DOCS says about the key specification.
+    pub key_notes: Option<&'static CStr>,
+    /// Legacy first key / last key / step for COMMAND INFO.
+    pub legacy_keys: (i32, i32, i32),
+    /// Negative: at least this many arguments, counting the command name.
+    pub arity: i32,
+}
+
+/// A pure token, e.g. `NX`.
+pub const fn token(name: &'static CStr, token: &'static CStr) -> Arg {
+    Arg {
+        name,
+        kind: ArgKind::PureToken,
+        token: Some(token),
+        optional: false,
+        multiple: false,
+        subargs: &[],
+    }
+}
+
+/// An argument without token, e.g. `time`.
+pub const fn plain(name: &'static CStr, kind: ArgKind) -> Arg {
+    Arg {
+        name,
+        kind,
+        token: None,
+        optional: false,
+        multiple: false,
+        subargs: &[],
+    }
+}
+
+/// A token followed by its value, e.g. `EX seconds`.
+pub const fn valued(name: &'static CStr, kind: ArgKind, token: &'static CStr) -> Arg {
+    Arg {
+        name,
+        kind,
+        token: Some(token),
+        optional: false,
+        multiple: false,
+        subargs: &[],
+    }
+}

@@ -1,0 +1,197 @@
+//! An open key: what it holds, its value buffer, deadline and LFU/LRU
+//! metadata.
+
+use std::marker::PhantomData;
+
+use libc::{c_int, c_longlong};
+use redis_module::raw::{self, RedisModuleKey};
+
+use super::ctx::{Arg, Ctx};
+use super::{sds, Api, OK};
+
+/// What an open key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// The key does not exist.
+    Nothing,
+    /// A string of this length.
+    String(usize),
+    /// Another type.
+    Other,
+}
+
+/// Whether opening a key counts as an access (LRU/LFU), as a lookup by a
+/// command does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Touch {
+    Yes,
+    No,
+}
+
+impl<'call> Ctx<'call> {
+    /// Opens `key` for writing (a write command's lookup: no hit/miss
+    /// statistics, logically expired keys removed). The handle closes on drop.
+    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
+        let mut mode = raw::REDISMODULE_READ as c_int | raw::REDISMODULE_WRITE as c_int;
+        if touch == Touch::No {
+            mode |= raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int;
+        }
+        // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
+        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
+        (!handle.is_null()).then_some(Key {
+            raw: handle,
+            api: self.api,
+            _ctx: PhantomData,
+        })
+    }
+
+    /// Opens `key` only to look at it, with no effect a client could see
+    /// (no access counted, no keyspace hit or miss, no `keymiss` event);
+    /// `None` when it does not exist. Closing it signals nothing.
+    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
+        let mode = raw::REDISMODULE_READ as c_int
+            | raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int
+            | raw::REDISMODULE_OPEN_KEY_NOSTATS as c_int
+            | raw::REDISMODULE_OPEN_KEY_NONOTIFY as c_int;
+        // SAFETY: ctx and key are live for this call; closed by Key::drop.
+        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
+        (!handle.is_null()).then_some(Key {
+            raw: handle,
+            api: self.api,
+            _ctx: PhantomData,
+        })
+    }
+}
+
+/// A key opened for writing, closed on drop. Closing does not signal the
+/// key as modified: writers call [`Ctx::signal_modified`].
+pub struct Key<'ctx> {
+    pub(super) raw: *mut RedisModuleKey,
+    pub(super) api: &'static Api,
+    pub(super) _ctx: PhantomData<&'ctx ()>,
+}
+
+impl Key<'_> {
+    /// True when the key does not exist (or has logically expired).
+    pub fn is_empty(&self) -> bool {
+        // SAFETY: raw is an open key handle.
+        unsafe { (self.api.key_type)(self.raw) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int }
+    }
+
+    /// What the key holds, with one type lookup.
+    pub fn contents(&self) -> Contents {
+        // SAFETY: raw is an open key handle.
+        let kind = unsafe { (self.api.key_type)(self.raw) };
+        if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+            Contents::Nothing
+        } else if kind == raw::REDISMODULE_KEYTYPE_STRING as c_int {
+            // SAFETY: raw is an open key handle holding a string.
+            Contents::String(unsafe { (self.api.value_length)(self.raw) })
+        } else {
+            Contents::Other
+        }
+    }
+
+    /// How the string value's buffer is allocated, read from its header
+    /// (see [`sds`]), after making the value a private raw string (copying
+    /// it if shared or encoded, which changes nothing a client sees); `None`
+    /// when it is not a non-empty string of `len` bytes.
+    pub fn buffer(&mut self, len: usize) -> Option<sds::Allocation> {
+        let mut found = 0usize;
+        // SAFETY: raw is an open key handle; DMA in write mode first makes the
+        // value a private raw string.
+        let dst =
+            unsafe { (self.api.string_dma)(self.raw, &mut found, raw::REDISMODULE_WRITE as c_int) };
+        if dst.is_null() || found != len || len == 0 {
+            return None;
+        }
+        // SAFETY: dst is the DMA buffer of this live string value, len bytes.
+        Some(unsafe { sds::allocation(dst, len) })
+    }
+
+    /// Writes `bytes` over the string value in place, keeping the key's
+    /// dictionary entry and TTL entry; false (nothing written) unless the
+    /// value holds exactly as many bytes.
+    pub fn overwrite(&mut self, bytes: &[u8]) -> bool {
+        let mut len = 0usize;
+        // SAFETY: raw is an open key handle; DMA in write mode makes the
+        // value private (it already is, after `buffer`).
+        let dst =
+            unsafe { (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int) };
+        if dst.is_null() || len != bytes.len() || len == 0 {
+            return false;
+        }
+        // SAFETY: dst points at len writable bytes of the key's private value;
+        // bytes has the same length. copy (memmove) tolerates any overlap.
+        unsafe { std::ptr::copy(bytes.as_ptr(), dst.cast::<u8>(), len) };
+        true
+    }
+
+    /// Replaces whatever the key holds with the string `value` (the server
+    /// keeps its own reference). The TTL is cleared.
+    pub fn set(&mut self, value: Arg<'_>) -> bool {
+        // SAFETY: raw is an open write handle and value a live string.
+        unsafe { (self.api.string_set)(self.raw, value.ptr) == OK }
+    }
+
+    /// Sets the TTL to `ms` from the server's clock for commands (its command
+    /// time snapshot where it has one, as SET uses) and returns the absolute
+    /// deadline that gives.
+    pub fn expire_in(&mut self, ms: i64) -> Option<i64> {
+        // SAFETY: raw is an open write handle on an existing key.
+        if unsafe { (self.api.set_expire)(self.raw, ms) } != OK {
+            return None;
+        }
+        self.deadline()
+    }
+
+    /// Sets the key's absolute expiry time in unix milliseconds.
+    pub fn expire_at(&mut self, deadline_ms: i64) -> bool {
+        // SAFETY: raw is an open write handle.
+        unsafe { (self.api.set_abs_expire)(self.raw, deadline_ms) == OK }
+    }
+
+    /// Removes the key's TTL, as SET without an expiry option does.
+    pub fn persist(&mut self) -> bool {
+        // SAFETY: raw is an open write handle on an existing key.
+        unsafe { (self.api.set_expire)(self.raw, raw::REDISMODULE_NO_EXPIRE as i64) == OK }
+    }
+
+    /// The key's absolute expiry, if it exists and has one.
+    pub fn deadline(&self) -> Option<i64> {
+        // Redis 8.6 reads the value without checking that there is one:
+        // asking about a missing key crashes the server.
+        if self.is_empty() {
+            return None;
+        }
+        // SAFETY: raw is an open key handle on an existing key.
+        let deadline = unsafe { (self.api.get_abs_expire)(self.raw) };
+        (deadline != raw::REDISMODULE_NO_EXPIRE as i64).then_some(deadline)
+    }
+
+    /// Marks the value as just used for LRU eviction (a no-op under LFU).
+    pub fn mark_used_now(&mut self) {
+        // SAFETY: raw is an open key handle; ERR under LFU changes nothing.
+        unsafe { (self.api.set_lru)(self.raw, 0) };
+    }
+
+    /// The LFU counter, when the eviction policy is LFU.
+    pub fn lfu(&self) -> Option<i64> {
+        let mut freq: c_longlong = 0;
+        // SAFETY: raw is an open key handle; freq is a valid out pointer.
+        (unsafe { (self.api.get_lfu)(self.raw, &mut freq) } == OK).then_some(freq)
+    }
+
+    /// Sets the LFU counter (a no-op unless the policy is LFU).
+    pub fn set_lfu(&mut self, freq: i64) {
+        // SAFETY: raw is an open key handle.
+        unsafe { (self.api.set_lfu)(self.raw, freq) };
+    }
+}
+
+impl Drop for Key<'_> {
+    fn drop(&mut self) {
+        // SAFETY: raw was returned by OpenKey and is closed exactly once here.
+        unsafe { (self.api.close_key)(self.raw) };
+    }
+}

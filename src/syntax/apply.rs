@@ -1,0 +1,77 @@
+//! `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
+//! the module's own replication command (REPLICATE MSETEX), whatever the
+//! syntax: its grammar and what COMMAND DOCS says about it.
+
+use super::options::{parse_i64, Ack, Condition, Expiry, ParseError, Request, MIN_ARGC};
+use super::options::{ARITY, DATA};
+use crate::ffi::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
+
+/// The first argument of `<name>.apply` for [`Expiry::Keep`].
+pub const APPLY_KEEP: &[u8] = b"KEEPTTL";
+/// The first argument of `<name>.apply` for [`Expiry::Persist`].
+pub const APPLY_PERSIST: &[u8] = b"PERSIST";
+
+/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
+/// one call as `REPLICATE MSETEX` sends it to replicas, the AOF and a slot
+/// migration's stream, already decided (no NX/XX) and with its absolute
+/// deadline in unix milliseconds. The keys are at 2, 4, ..., where the
+/// command's key specification says, so every server finds them exactly.
+pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
+    if argv.len() < MIN_ARGC || !argv.len().is_multiple_of(2) {
+        return Err(ParseError::WrongArity);
+    }
+    let expiry = match argv.get(1).map(AsRef::as_ref) {
+        Some(word) if word.eq_ignore_ascii_case(APPLY_KEEP) => Expiry::Keep,
+        Some(word) if word.eq_ignore_ascii_case(APPLY_PERSIST) => Expiry::Persist,
+        Some(time) => match parse_i64(time) {
+            Some(deadline) if deadline > 0 => Expiry::At(deadline),
+            Some(_) => return Err(ParseError::InvalidExpireTime),
+            None => return Err(ParseError::NotAnInteger),
+        },
+        None => return Err(ParseError::WrongArity),
+    };
+    Ok(Request {
+        pairs: 2..argv.len(),
+        condition: Condition::Always,
+        expiry,
+        ack: Ack::Ok,
+    })
+}
+
+/// The docs of `<name>.apply`: its keys at 2, 4, ..., exactly, without a
+/// getkeys callback.
+pub fn docs() -> Docs {
+    Docs {
+        summary: c"Applies an MSETEX call as REPLICATE MSETEX replicated it (replicas, the AOF, \
+                   slot migration); not for clients.",
+        complexity: c"O(N) where N is the number of keys to set.",
+        since: c"2.1.0",
+        args: ARGS,
+        key_spec: KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete: false,
+        },
+        key_notes: Some(c"Keys follow the time."),
+        legacy_keys: (2, -1, 2),
+        arity: ARITY,
+    }
+}
+
+/// `<unix-time-milliseconds | KEEPTTL | PERSIST> key value [key value ...]`
+const ARGS: &[Arg] = &[
+    Arg {
+        name: c"expiration",
+        kind: ArgKind::OneOf,
+        token: None,
+        optional: false,
+        multiple: false,
+        subargs: &[
+            plain(c"unix-time-milliseconds", ArgKind::UnixTime),
+            token(c"keepttl", c"KEEPTTL"),
+            token(c"persist", c"PERSIST"),
+        ],
+    },
+    DATA,
+];

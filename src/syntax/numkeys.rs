@@ -1,0 +1,165 @@
+//! `SYNTAX NUMKEYS`: `MSETEX numkeys key value [key value ...] [NX | XX]
+//! [EX seconds | PX ms | EXAT unix-s | PXAT unix-ms | KEEPTTL]`, the built-in
+//! command of Redis 8.4+ and Valkey 9.1+; its grammar here is theirs (Redis
+//! 8.6.3): options after the pairs, in any order and any case, parsed like
+//! SET's (a repeated option is allowed, the last time wins; only
+//! conflicting ones are a syntax error). Also where its keys are and what
+//! COMMAND DOCS says about it.
+
+use std::ops::Range;
+
+use super::options::{
+    expiry, parse_i64, Ack, Condition, Expiry, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
+};
+use super::options::{ARITY, CONDITION, DATA};
+use crate::ffi::docs::{plain, token, valued, Arg, ArgKind, Docs, KeySpec};
+
+/// Checks order, as the built-in: numkeys, the pair count, the options'
+/// syntax, then the time's integer and range.
+pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
+    let pairs = pairs(argv)?;
+    let options = options(argv, pairs.end)?;
+    let expiry = match options.expiry {
+        ExpiryOption::None => Expiry::Persist,
+        ExpiryOption::Keep => Expiry::Keep,
+        ExpiryOption::Unit(unit, index) => {
+            let time = argv
+                .get(index)
+                .and_then(|arg| parse_i64(arg.as_ref()))
+                .ok_or(ParseError::NotAnInteger)?;
+            expiry(unit, time, now_ms)?
+        }
+    };
+    Ok(Request {
+        pairs,
+        condition: options.condition,
+        expiry,
+        ack: Ack::One,
+    })
+}
+
+/// `numkeys` and the pairs it announces: numkeys from 1 to 2^31-1, and at
+/// least that many pairs after it.
+pub(super) fn pairs<A: AsRef<[u8]>>(argv: &[A]) -> Result<Range<usize>, ParseError> {
+    if argv.len() < MIN_ARGC {
+        return Err(ParseError::WrongArity);
+    }
+    let numkeys = argv
+        .get(1)
+        .and_then(|arg| parse_i64(arg.as_ref()))
+        .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
+        .ok_or(ParseError::InvalidNumkeys)?;
+    let available = (argv.len() - 2) / 2;
+    let numkeys = usize::try_from(numkeys).map_err(|_| ParseError::InvalidNumkeys)?;
+    if numkeys > available {
+        return Err(ParseError::WrongPairCount);
+    }
+    Ok(2..2 + 2 * numkeys)
+}
+
+/// The expiry option of the NUMKEYS form, with the argv index of its time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExpiryOption {
+    None,
+    Keep,
+    Unit(TimeUnit, usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NumkeysOptions {
+    condition: Condition,
+    expiry: ExpiryOption,
+}
+
+/// The options after the pairs, with SET's rules: NX and XX exclude each
+/// other, the four units and KEEPTTL exclude each other, a unit needs a
+/// following argument (its time, not read here), repeating an option is
+/// allowed and the last one counts, anything else is a syntax error.
+pub(super) fn options<A: AsRef<[u8]>>(
+    argv: &[A],
+    from: usize,
+) -> Result<NumkeysOptions, ParseError> {
+    let mut options = NumkeysOptions {
+        condition: Condition::Always,
+        expiry: ExpiryOption::None,
+    };
+    let mut index = from;
+    while let Some(arg) = argv.get(index) {
+        match Keyword::parse(arg.as_ref()).ok_or(ParseError::Syntax)? {
+            Keyword::Condition(condition) => {
+                if options.condition != Condition::Always && options.condition != condition {
+                    return Err(ParseError::Syntax);
+                }
+                options.condition = condition;
+            }
+            Keyword::KeepTtl => {
+                if matches!(options.expiry, ExpiryOption::Unit(..)) {
+                    return Err(ParseError::Syntax);
+                }
+                options.expiry = ExpiryOption::Keep;
+            }
+            Keyword::Unit(unit) => {
+                let conflicts = match options.expiry {
+                    ExpiryOption::None => false,
+                    ExpiryOption::Keep => true,
+                    ExpiryOption::Unit(other, _) => other != unit,
+                };
+                if conflicts || index + 1 >= argv.len() {
+                    return Err(ParseError::Syntax);
+                }
+                index += 1;
+                options.expiry = ExpiryOption::Unit(unit, index);
+            }
+        }
+        index += 1;
+    }
+    Ok(options)
+}
+
+// ---------------------------------------------------------------------------
+// COMMAND DOCS
+
+/// The docs of the NUMKEYS form: a keynum key spec, the built-in's own.
+/// `by_specs`: the key spec alone must describe the keys; `keynum_steps`:
+/// the server reads a keynum spec with a step (Redis 8.4+, Valkey 9.1+);
+/// elsewhere it is flagged incomplete and the getkeys callback answers.
+pub(super) fn docs(by_specs: bool, keynum_steps: bool) -> Docs {
+    Docs {
+        summary: c"Sets multiple keys to multiple values, with an optional shared \
+                   expiration, atomically (the numkeys form of Redis 8.4 and Valkey 9.1).",
+        complexity: c"O(N) where N is the number of keys to set.",
+        since: c"2.0.0",
+        args: ARGS,
+        key_spec: KeySpec::Keynum {
+            index: 1,
+            step: 2,
+            incomplete: !by_specs && !keynum_steps,
+        },
+        key_notes: None,
+        legacy_keys: (0, 0, 0),
+        arity: ARITY,
+    }
+}
+
+/// `numkeys key value [key value ...] [NX | XX] [EX seconds | PX
+/// milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds |
+/// KEEPTTL]`
+const ARGS: &[Arg] = &[
+    plain(c"numkeys", ArgKind::Integer),
+    DATA,
+    CONDITION,
+    Arg {
+        name: c"expiration",
+        kind: ArgKind::OneOf,
+        token: None,
+        optional: true,
+        multiple: false,
+        subargs: &[
+            valued(c"seconds", ArgKind::Integer, c"EX"),
+            valued(c"milliseconds", ArgKind::Integer, c"PX"),
+            valued(c"unix-time-seconds", ArgKind::UnixTime, c"EXAT"),
+            valued(c"unix-time-milliseconds", ArgKind::UnixTime, c"PXAT"),
+            token(c"keepttl", c"KEEPTTL"),
+        ],
+    },
+];

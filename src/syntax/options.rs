@@ -1,0 +1,237 @@
+//! What both syntaxes share: the validated call ([`Request`]), the errors,
+//! the option keywords, the time checks, Redis's integer syntax and the
+//! parts of COMMAND DOCS both describe.
+
+use std::ffi::CStr;
+use std::ops::Range;
+
+use crate::ffi::docs::{plain, token, Arg, ArgKind};
+
+/// ACL categories on Redis 7.2+ (older servers: rules by command name; on
+/// 7.0 `acl` gives MSETEX the permission of these categories).
+pub const ACL_CATEGORIES: &CStr = c"write string slow";
+/// Negative: at least this many arguments, counting the command name.
+pub(super) const ARITY: i32 = -4;
+
+/// `[NX | XX]`
+pub(super) const CONDITION: Arg = Arg {
+    name: c"condition",
+    kind: ArgKind::OneOf,
+    token: None,
+    optional: true,
+    multiple: false,
+    subargs: &[token(c"nx", c"NX"), token(c"xx", c"XX")],
+};
+
+/// `key value [key value ...]`
+pub(super) const DATA: Arg = Arg {
+    name: c"data",
+    kind: ArgKind::Block,
+    token: None,
+    optional: false,
+    multiple: true,
+    subargs: &[
+        plain(c"key", ArgKind::Key),
+        plain(c"value", ArgKind::String),
+    ],
+};
+
+/// Why a call was refused before anything was written. Each variant maps
+/// to one error reply (`command::error_text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// `ERR wrong number of arguments for '<cmd>' command`
+    WrongArity,
+    /// `ERR syntax error` (a repeated, conflicting or unknown option)
+    Syntax,
+    /// `ERR value is not an integer or out of range`
+    NotAnInteger,
+    /// `ERR invalid expire time in '<cmd>' command`
+    InvalidExpireTime,
+    /// NUMKEYS: numkeys is not an integer from 1 to 2^31-1.
+    InvalidNumkeys,
+    /// NUMKEYS: fewer key/value pairs than numkeys says.
+    WrongPairCount,
+    /// TTL: the call has exactly the shape of the NUMKEYS form with options
+    /// (`MSETEX 2 k v k v EX 60`), which the TTL form would misread.
+    NumkeysShape,
+}
+
+/// Which keys must exist for the call to write anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// No NX or XX: always write.
+    Always,
+    /// `NX`: write only if none of the keys exists.
+    NoneExist,
+    /// `XX`: write only if every key exists.
+    AllExist,
+}
+
+/// What happens to each key's time to live, as the call says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// `EX` / `PX`: this many milliseconds from the command's clock (> 0;
+    /// validated so that the deadline fits a signed 64-bit clock).
+    In(i64),
+    /// `EXAT` / `PXAT`: this unix time in milliseconds (may be past).
+    At(i64),
+    /// `KEEPTTL` (NUMKEYS): every key keeps the TTL it has.
+    Keep,
+    /// No expiry option (NUMKEYS): keys end without a TTL, as with MSET.
+    Persist,
+}
+
+/// The reply to a call that wrote its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ack {
+    /// `+OK`: the TTL form without NX/XX, like MSET and SET.
+    Ok,
+    /// `:1` (`:0` when NX/XX stopped the call): NX/XX, and the NUMKEYS form.
+    One,
+}
+
+/// A validated call: everything the write step needs besides the key and
+/// value arguments themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// argv indexes of the pairs: keys and values alternate from `start`.
+    pub pairs: Range<usize>,
+    pub condition: Condition,
+    pub expiry: Expiry,
+    pub ack: Ack,
+}
+
+impl Expiry {
+    /// True when SET would fire `expire` for this expiry.
+    pub fn fires_expire(self) -> bool {
+        matches!(self, Expiry::In(_) | Expiry::At(_))
+    }
+
+    /// The expiry as it is written and replicated, where it is already
+    /// absolute; `None` for a relative TTL, which takes effect from the
+    /// server's clock for the command when the first key is written.
+    pub fn resolved(self) -> Option<Resolved> {
+        match self {
+            Expiry::In(_) => None,
+            Expiry::At(deadline) => Some(Resolved::At(deadline)),
+            Expiry::Keep => Some(Resolved::Keep),
+            Expiry::Persist => Some(Resolved::Persist),
+        }
+    }
+}
+
+/// An expiry with its deadline known: what keys are written with and what
+/// replicas and the AOF get. It cannot be relative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// This unix time in milliseconds.
+    At(i64),
+    /// Every key keeps the TTL it has.
+    Keep,
+    /// Keys end without a TTL.
+    Persist,
+}
+
+/// The smallest valid call of either form: `MSETEX time|numkeys key value`.
+pub(super) const MIN_ARGC: usize = 4;
+
+/// What `time` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TimeUnit {
+    /// `EX` (the TTL form's default): seconds from now.
+    Seconds,
+    /// `PX`: milliseconds from now.
+    Milliseconds,
+    /// `EXAT`: a unix time in seconds.
+    UnixSeconds,
+    /// `PXAT`: a unix time in milliseconds.
+    UnixMilliseconds,
+}
+
+/// One option keyword of either form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keyword {
+    Condition(Condition),
+    Unit(TimeUnit),
+    KeepTtl,
+}
+
+impl Keyword {
+    /// Recognises a keyword, ignoring ASCII case.
+    pub(super) fn parse(arg: &[u8]) -> Option<Keyword> {
+        const KEYWORDS: [(&[u8], Keyword); 7] = [
+            (b"NX", Keyword::Condition(Condition::NoneExist)),
+            (b"XX", Keyword::Condition(Condition::AllExist)),
+            (b"EX", Keyword::Unit(TimeUnit::Seconds)),
+            (b"PX", Keyword::Unit(TimeUnit::Milliseconds)),
+            (b"EXAT", Keyword::Unit(TimeUnit::UnixSeconds)),
+            (b"PXAT", Keyword::Unit(TimeUnit::UnixMilliseconds)),
+            (b"KEEPTTL", Keyword::KeepTtl),
+        ];
+        KEYWORDS
+            .iter()
+            .find(|(word, _)| word.eq_ignore_ascii_case(arg))
+            .map(|(_, keyword)| *keyword)
+    }
+}
+
+/// Turns `time` into an [`Expiry`] with the range rules of
+/// `SET ... EX/PX/EXAT/PXAT`: zero, negative, or a deadline that overflows
+/// a signed 64-bit millisecond clock is an invalid expire time.
+pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, ParseError> {
+    if time <= 0 {
+        return Err(ParseError::InvalidExpireTime);
+    }
+    let expiry = match unit {
+        TimeUnit::Seconds => time.checked_mul(1000).map(Expiry::In),
+        TimeUnit::Milliseconds => Some(Expiry::In(time)),
+        TimeUnit::UnixSeconds => time.checked_mul(1000).map(Expiry::At),
+        TimeUnit::UnixMilliseconds => Some(Expiry::At(time)),
+    };
+    match expiry {
+        Some(Expiry::In(ms)) if ms.checked_add(now_ms).is_some_and(|d| d > 0) => Ok(Expiry::In(ms)),
+        Some(Expiry::At(ms)) => Ok(Expiry::At(ms)),
+        _ => Err(ParseError::InvalidExpireTime),
+    }
+}
+
+/// Parses a base-10 signed 64-bit integer exactly as Redis's `string2ll`:
+/// optional `-`, no `+`, no spaces, no leading zeros, at most 20 bytes.
+/// Returns `None` for anything else, including overflow.
+///
+/// The same rule decides which values Redis stores with the compact `int`
+/// encoding, so the command layer reuses it for that too.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    // 20 bytes hold "-9223372036854775808"; anything longer cannot fit.
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    if bytes == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    // The first digit must be 1-9: this rejects "", "-", "-0", "01", "+1".
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut magnitude: u64 = 0;
+    for &byte in digits {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u64::from(byte - b'0'))?;
+    }
+    if negative {
+        // i64::MIN has no positive counterpart, so go through i128.
+        i64::try_from(-i128::from(magnitude)).ok()
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}

@@ -1,0 +1,235 @@
+//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time
+//! key value [key value ...]`: its grammar, where its keys are, its options
+//! packed into one argument (for servers that read keys from key
+//! specifications only), and what COMMAND DOCS says about it.
+
+use std::ops::Range;
+
+use super::numkeys;
+use super::options::{
+    expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
+};
+use super::options::{ARITY, CONDITION, DATA};
+use crate::ffi::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
+
+/// Where the pairs are: after the options and the time (`None`: the call's
+/// shape is invalid).
+pub(super) fn pair_range<A: AsRef<[u8]>>(argv: &[A]) -> Option<Range<usize>> {
+    layout(argv).ok().map(|layout| layout.first_key..argv.len())
+}
+
+/// What the TTL form's leading options say, and where its time and keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TtlLayout<'a> {
+    condition: Condition,
+    unit: TimeUnit,
+    time: &'a [u8],
+    first_key: usize,
+}
+
+/// Checks order: the NUMKEYS shape, arity, options, arity again once the
+/// options are known, the integer, its range.
+pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
+    if has_numkeys_shape(argv) {
+        return Err(ParseError::NumkeysShape);
+    }
+    let layout = layout(argv)?;
+    let time = parse_i64(layout.time).ok_or(ParseError::NotAnInteger)?;
+    Ok(Request {
+        pairs: layout.first_key..argv.len(),
+        condition: layout.condition,
+        expiry: expiry(layout.unit, time, now_ms)?,
+        ack: match layout.condition {
+            Condition::Always => Ack::Ok,
+            Condition::NoneExist | Condition::AllExist => Ack::One,
+        },
+    })
+}
+
+/// Options (at most one of each group, any order), then time, then at
+/// least one whole pair; or the same options and time packed into argv[1]
+/// (see [`pack_options`]).
+fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
+    if argv.len() < MIN_ARGC {
+        return Err(ParseError::WrongArity);
+    }
+    let (options, time, first_key) = match argv.get(1).and_then(|arg| unpack(arg.as_ref())) {
+        Some((words, time)) => (
+            read_options(words.split(|b| *b == b' ').map(Keyword::parse)),
+            Some(time),
+            2,
+        ),
+        None => {
+            // The options end at the first argument that is none (KEEPTTL
+            // is no option of the TTL form: it is where the time goes).
+            let count = argv
+                .iter()
+                .skip(1)
+                .take_while(|arg| is_ttl_option(arg.as_ref()))
+                .count();
+            let words = argv.iter().skip(1).take(count);
+            (
+                read_options(words.map(|arg| Keyword::parse(arg.as_ref()))),
+                argv.get(1 + count).map(AsRef::as_ref),
+                2 + count,
+            )
+        }
+    };
+    let (condition, unit) = options?;
+    let pairs = argv.len().saturating_sub(first_key);
+    let Some(time) = time.filter(|_| pairs >= 2 && pairs.is_multiple_of(2)) else {
+        return Err(ParseError::WrongArity);
+    };
+    Ok(TtlLayout {
+        condition,
+        unit,
+        time,
+        first_key,
+    })
+}
+
+/// The TTL form's options: at most one condition and one unit; anything
+/// else (a repeated group, a word that is no such option) is a syntax error.
+fn read_options(
+    keywords: impl Iterator<Item = Option<Keyword>>,
+) -> Result<(Condition, TimeUnit), ParseError> {
+    let mut condition = None;
+    let mut unit = None;
+    for keyword in keywords {
+        let slot_taken = match keyword {
+            Some(Keyword::Condition(c)) => condition.replace(c).is_some(),
+            Some(Keyword::Unit(u)) => unit.replace(u).is_some(),
+            Some(Keyword::KeepTtl) | None => true,
+        };
+        if slot_taken {
+            return Err(ParseError::Syntax);
+        }
+    }
+    Ok((
+        condition.unwrap_or(Condition::Always),
+        unit.unwrap_or(TimeUnit::Seconds),
+    ))
+}
+
+/// True for NX, XX, EX, PX, EXAT and PXAT: the options before the time.
+fn is_ttl_option(arg: &[u8]) -> bool {
+    matches!(
+        Keyword::parse(arg),
+        Some(Keyword::Condition(_) | Keyword::Unit(_))
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Options packed into one argument
+
+/// The first byte of a packed options argument; no time starts with it.
+const PACKED: u8 = 0;
+/// At most this many options are packed: two are valid, a third always
+/// repeats one (a syntax error), so the rest cannot change the answer.
+const MOST_PACKED: usize = 3;
+
+/// Packs the TTL form's leading options and its time into one argument, so
+/// that the keys follow at 2, 4, ... as the command's key specification
+/// says: the call as the server must see it where it reads keys from key
+/// specifications only (see `Syntax::keys_declared`). Returns the packed argument
+/// and how many arguments from argv[1] on it replaces; `None` when the call
+/// has no leading option (nothing to pack) or no argument after them.
+///
+/// The packed form is `PACKED`, the number of options, the options and the
+/// time separated by spaces: `"\0\x02NX PX 60000"` for `NX PX 60000`. The
+/// time is the rest of the argument, verbatim.
+pub fn pack_options<A: AsRef<[u8]>>(argv: &[A]) -> Option<(Vec<u8>, usize)> {
+    let count = argv
+        .iter()
+        .skip(1)
+        .take_while(|arg| is_ttl_option(arg.as_ref()))
+        .take(MOST_PACKED)
+        .count();
+    let time = argv.get(1 + count)?;
+    if count == 0 {
+        return None;
+    }
+    let mut packed = vec![PACKED, count as u8];
+    for option in argv.get(1..1 + count)? {
+        packed.extend_from_slice(option.as_ref());
+        packed.push(b' ');
+    }
+    packed.extend_from_slice(time.as_ref());
+    Some((packed, count + 1))
+}
+
+/// The options (separated by spaces) and the time of a packed argument, if
+/// `arg` is one.
+fn unpack(arg: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&count, rest) = arg.strip_prefix(&[PACKED])?.split_first()?;
+    let count = usize::from(count);
+    if !(1..=MOST_PACKED).contains(&count) {
+        return None;
+    }
+    // The options are keywords, without spaces: the time is what follows
+    // the `count`th space.
+    let end = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b' ')
+        .nth(count - 1)?
+        .0;
+    Some((rest.get(..end)?, rest.get(end + 1..)?))
+}
+
+/// True when the call reads as the NUMKEYS form *with at least one option*:
+/// a valid numkeys, that many pairs, then a syntactically valid option list.
+/// That is what typed clients of Redis 8.4+ send (`MSETEX 2 k v k v EX 60`);
+/// the TTL form would store the option words as keys and read numkeys as
+/// seconds. Without options the two forms cannot be told apart.
+fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
+    numkeys::pairs(argv)
+        .is_ok_and(|pairs| pairs.end < argv.len() && numkeys::options(argv, pairs.end).is_ok())
+}
+
+// ---------------------------------------------------------------------------
+// COMMAND DOCS
+
+/// The docs of the TTL form. `by_specs`: the key spec alone must describe
+/// the keys (no getkeys callback): it then says keys follow the time.
+pub(super) fn docs(by_specs: bool) -> Docs {
+    Docs {
+        summary: c"Sets multiple keys to multiple values with one time to live, atomically.",
+        complexity: c"O(N) where N is the number of keys to set.",
+        since: c"1.0.0",
+        args: ARGS,
+        key_spec: KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete: !by_specs,
+        },
+        key_notes: Some(if by_specs {
+            c"Keys follow the time."
+        } else {
+            c"Keys follow the options and the time; options move them."
+        }),
+        legacy_keys: (2, -1, 2),
+        arity: ARITY,
+    }
+}
+
+/// `[NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]`
+const ARGS: &[Arg] = &[
+    CONDITION,
+    Arg {
+        name: c"unit",
+        kind: ArgKind::OneOf,
+        token: None,
+        optional: true,
+        multiple: false,
+        subargs: &[
+            token(c"ex", c"EX"),
+            token(c"px", c"PX"),
+            token(c"exat", c"EXAT"),
+            token(c"pxat", c"PXAT"),
+        ],
+    },
+    plain(c"time", ArgKind::Integer),
+    DATA,
+];

@@ -29,8 +29,8 @@ build: deps ## Build the module: target/release/libmsetex.so
 	$(CARGO) build --release --locked
 	@echo "built $(MODULE)"
 
-test: build ## Build, then run the unit and integration tests (real redis-server processes)
-	$(CARGO) test --release --locked
+test: build ## Build, then run the unit and integration tests (real redis-server processes); lists skips
+	scripts/test.sh
 
 test-matrix: build ## The integration suite on every server (SERVERS="bin ..."); writes docs/COMPATIBILITY.md
 	scripts/test-matrix.sh
@@ -42,15 +42,16 @@ run: build ## Start redis-server in the foreground with ./redis.conf (MSETEX loa
 	fi
 	redis-server ./redis.conf --port $(PORT)
 
-lint: deps ## cargo fmt --check and cargo clippy with warnings as errors
-	$(CARGO) fmt --check
-	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+lint: deps ## cargo fmt --check; cargo clippy with warnings and the unsafe lints as errors
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings \
+		-D unsafe_op_in_unsafe_fn -D clippy::undocumented_unsafe_blocks
 
 bench: build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~15 min); writes docs/BENCHMARKS.md
-	$(CARGO) run --release --locked --example bench -- --rounds $(ROUNDS)
+	$(CARGO) run --release --locked -p msetex-bench -- --rounds $(ROUNDS)
 
 bench-quick: build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
-	$(CARGO) run --release --locked --example bench -- --quick --out target/BENCHMARKS-quick.md --readme -
+	$(CARGO) run --release --locked -p msetex-bench -- --quick --out target/BENCHMARKS-quick.md --readme -
 
 soak: build ## Reliability tests at full size on every server + long fuzz run (~30 min); writes docs/RELIABILITY.md
 	scripts/soak.sh
@@ -59,7 +60,7 @@ profile: build ## perf: where MSETEX spends its time (needs perf); writes docs/P
 	scripts/profile.sh
 
 fuzz: build ## Parser property tests with FUZZ_CASES cases each (default 1000000)
-	MSETEX_FUZZ_CASES=$${FUZZ_CASES:-1000000} $(CARGO) test --release --locked --lib -- parse::tests
+	MSETEX_FUZZ_CASES=$${FUZZ_CASES:-1000000} $(CARGO) test --release --locked --lib -- syntax::tests
 
 install: build ## Install libmsetex.so in $(DESTDIR)$(MODULEDIR) (PREFIX=/usr)
 	@$(MAKE) --no-print-directory install-files

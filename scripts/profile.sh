@@ -105,7 +105,7 @@ profile() {
 
 servers_seen=()
 for server in "${servers[@]}"; do
-    bin="$server"
+    bin="$(command -v "$server" || echo "$server")"
     if [ ! -x "$bin" ]; then
         cp "$server" "$work/server" && chmod +x "$work/server" && bin="$work/server"
     fi

@@ -22,7 +22,7 @@ started=$(date +%s)
 any_failed=0
 
 echo "== parser property tests, $cases cases each"
-if MSETEX_FUZZ_CASES="$cases" cargo test --release --locked --lib -- parse::tests; then
+if MSETEX_FUZZ_CASES="$cases" cargo test --release --locked --lib -- syntax::tests; then
     parser="$cases generated cases per property (no panic; agreement with the reference model of each grammar; option order; the original form): 0 failures"
 else
     parser="**failed** (see the output of make soak)"
@@ -39,7 +39,7 @@ for index in "${!servers[@]}"; do
     echo "== [$((index + 1))/${#servers[@]}] $label, $(( $(date +%s) - started )) s so far"
     REDIS_SERVER="$bin" MSETEX_SOAK=long MSETEX_RESULTS="$results" MSETEX_SKIPS="$work/skips-$index" \
         cargo test --release --locked --no-fail-fast \
-        --test soak --test durability --test cluster --test io_threads --test oracle -- --test-threads=1 \
+        --test it -- --test-threads=1 soak:: durability:: cluster:: io_threads:: oracle:: \
         > "$log" 2>&1
     status=$?
     section="### $label"$'\n\n'"| test | result |"$'\n'"| --- | --- |"$'\n'"$(cat "$results")"$'\n'

@@ -1,0 +1,91 @@
+//! `make bench`: MSETEX side by side with MSET, a Lua loop, pipelined SETEX
+//! and, where the server has one, its built-in MSETEX, driven by
+//! redis-benchmark against servers started here.
+//!
+//! Every figure in docs/BENCHMARKS.md (and the block of README.md between
+//! the bench markers) is written by this program. Machines are shared and
+//! noisy, so each ratio is the median over rounds of the ratio measured
+//! within one round, where the variants run one after another on the same
+//! server.
+//!
+//! Sections:
+//! - the server under test (`REDIS_SERVER`, default Debian's redis-server):
+//!   no persistence (1 to 1,000 keys per call, large and integer values),
+//!   the NUMKEYS form, AOF and one replica in both REPLICATE modes;
+//! - the matrix: every server of ../shared/servers (or `SERVERS="bin ..."`)
+//!   without persistence and with one replica, the built-in MSETEX beside
+//!   the module where the server has one;
+//! - one call of 10,000 keys (new and refreshed) against one MSET of them,
+//!   and the PHP experiment the project started from;
+//! - memory per key against SET ... EX.
+//!
+//! The targets the report checks (the ratios MSETEX must stay within) are
+//! read from docs/bench-targets.txt.
+//!
+//! Options: `--quick` (two rounds, fewer keys and rows: a minute or two),
+//! `--rounds N` (default 7), `--keys N` keys written per run (default
+//! 200000), `--no-matrix`, `--out PATH` (default docs/BENCHMARKS.md),
+//! `--readme PATH` (default README.md, "-" to leave it alone). Paths are
+//! relative to the working directory (`make bench`: the repository root).
+//!
+//! Modules: `options` (the command line), `plan` (what is measured, on which
+//! server), `pinning` (CPUs), `run` (the runner and the experiments),
+//! `statistics`, `targets` (the targets file and the verdicts), `report`
+//! (docs/BENCHMARKS.md, the README block) and `machine`.
+
+mod machine;
+mod options;
+mod pinning;
+mod plan;
+mod report;
+mod run;
+mod statistics;
+mod targets;
+
+use pinning::Pinning;
+use report::Report;
+use run::experiments::{big_call, classic_experiment, memory_per_key, BigCall};
+use run::{minutes, Bench};
+use targets::Targets;
+
+fn main() {
+    let options = options::parse_options();
+    // Read first: a malformed targets file stops the run before it starts.
+    let targets = Targets::load();
+    let servers = plan::servers(&options);
+    let groups = plan::groups(servers);
+    let runs = plan::run_count(&groups, servers, &options);
+    let mut bench = Bench::new(options, servers, Pinning::detect(), runs);
+    for group in &groups {
+        bench.run_group(group);
+    }
+    bench
+        .progress
+        .report("one call of 10,000 keys against one MSET, on every server");
+    let big_calls: Vec<(usize, BigCall)> = (0..servers.len())
+        .map(|server| (server, big_call(&bench, server)))
+        .collect();
+    bench
+        .progress
+        .report("the classic experiment: 10,000 keys, one client");
+    let classic = classic_experiment(&bench);
+    bench.progress.report("memory per key");
+    let memory = memory_per_key(&bench);
+    let report = Report::new(&bench, big_calls, classic, memory);
+    write_report(&bench, &report, &targets);
+}
+
+/// Prints the report, writes it to `--out`, then updates the README block.
+fn write_report(bench: &Bench, report: &Report, targets: &Targets) {
+    let markdown = report.markdown(bench, targets);
+    print!("{markdown}");
+    std::fs::write(&bench.options.out, &markdown).expect("write the benchmark report");
+    eprintln!(
+        "wrote {} in {}",
+        bench.options.out,
+        minutes(bench.progress.started.elapsed().as_secs())
+    );
+    if bench.options.readme != "-" {
+        report.update_readme(&bench.options.readme);
+    }
+}

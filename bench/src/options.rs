@@ -1,0 +1,112 @@
+//! The command line, parsed by hand: `--quick`, `--rounds N`, `--keys N`,
+//! `--no-matrix`, `--out PATH`, `--readme PATH` ("-": leave it alone).
+
+pub struct Options {
+    pub quick: bool,
+    pub rounds: usize,
+    pub keys_per_run: usize,
+    pub matrix: bool,
+    pub out: String,
+    pub readme: String,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            quick: false,
+            rounds: 7,
+            keys_per_run: 200_000,
+            matrix: true,
+            out: "docs/BENCHMARKS.md".into(),
+            readme: "README.md".into(),
+        }
+    }
+}
+
+/// The options of this process; panics on an unknown or incomplete one.
+pub fn parse_options() -> Options {
+    parse(std::env::args().skip(1))
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Options {
+    let mut options = Options::default();
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| panic!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--quick" => {
+                options.quick = true;
+                options.rounds = 2;
+                options.keys_per_run = 50_000;
+            }
+            "--rounds" => options.rounds = value().parse().expect("--rounds N"),
+            "--keys" => options.keys_per_run = value().parse().expect("--keys N"),
+            "--no-matrix" => options.matrix = false,
+            "--out" => options.out = value(),
+            "--readme" => options.readme = value(),
+            _ => panic!("unknown option {flag}"),
+        }
+    }
+    assert!(options.rounds > 0 && options.keys_per_run >= 1000);
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(args: &[&str]) -> Options {
+        parse(args.iter().map(|arg| arg.to_string()))
+    }
+
+    #[test]
+    fn defaults() {
+        let options = parse_all(&[]);
+        assert!(!options.quick && options.matrix);
+        assert_eq!((options.rounds, options.keys_per_run), (7, 200_000));
+        assert_eq!(
+            (&*options.out, &*options.readme),
+            ("docs/BENCHMARKS.md", "README.md")
+        );
+    }
+
+    #[test]
+    fn the_make_targets() {
+        let bench = parse_all(&["--rounds", "7"]);
+        assert_eq!(bench.rounds, 7);
+        let quick = parse_all(&[
+            "--quick",
+            "--out",
+            "target/BENCHMARKS-quick.md",
+            "--readme",
+            "-",
+        ]);
+        assert!(quick.quick);
+        assert_eq!((quick.rounds, quick.keys_per_run), (2, 50_000));
+        assert_eq!(
+            (&*quick.out, &*quick.readme),
+            ("target/BENCHMARKS-quick.md", "-")
+        );
+    }
+
+    #[test]
+    fn later_flags_win() {
+        let options = parse_all(&["--quick", "--rounds", "3", "--keys", "1000", "--no-matrix"]);
+        assert_eq!((options.rounds, options.keys_per_run), (3, 1000));
+        assert!(!options.matrix);
+    }
+
+    #[test]
+    #[should_panic(expected = "unknown option --round")]
+    fn unknown_flags_stop_the_run() {
+        parse_all(&["--round", "3"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "--out needs a value")]
+    fn a_missing_value_stops_the_run() {
+        parse_all(&["--out"]);
+    }
+}

@@ -1,0 +1,296 @@
+//! The Markdown of docs/BENCHMARKS.md, section by section.
+
+use super::Report;
+use crate::machine::machine;
+use crate::plan::*;
+use crate::run::Bench;
+use crate::targets::{goals, Targets};
+use msetex_harness::{Replicate, RENAMED};
+use std::fmt::Write as _;
+
+impl Report {
+    /// The whole of docs/BENCHMARKS.md.
+    pub fn markdown(&self, bench: &Bench, targets: &Targets) -> String {
+        let mut md = String::new();
+        header_markdown(bench, &mut md);
+        method_markdown(bench, &mut md);
+        self.targets_markdown(bench, targets, &mut md);
+        self.matrix_markdown(bench, &mut md);
+        self.big_call_markdown(bench, &mut md);
+        self.rows_markdown(bench, &mut md);
+        self.classic_markdown(bench, &mut md);
+        self.memory_markdown(bench, &mut md);
+        failures_markdown(bench, &mut md);
+        md
+    }
+
+    /// The targets and whether each holds.
+    fn targets_markdown(&self, bench: &Bench, targets: &Targets, md: &mut String) {
+        let _ = writeln!(md, "## Targets\n");
+        let _ = writeln!(
+            md,
+            "Batch 100, 32-byte values unless said otherwise; ratios of server time per key \
+             (below 1: MSETEX costs less).\n"
+        );
+        let _ = writeln!(md, "| target | measured | holds |\n| --- | ---: | --- |");
+        for target in goals(self, bench.servers, targets) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                target.what,
+                target.measured,
+                if target.holds { "yes" } else { "**no**" }
+            );
+        }
+    }
+
+    /// One line per server: the module against MSET, pipelined SETEX and
+    /// the built-in, without persistence and with a replica.
+    fn matrix_markdown(&self, bench: &Bench, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n## Every server\n\nBatch 100, 32-byte values, server time per key as a ratio \
+             to MSET in the same round (overwrite / fresh). The replica runs with the module \
+             (REPLICATE MSETEX). On servers with a built-in MSETEX the module is loaded as \
+             `{RENAMED}`; the last column is the module against the built-in.\n\n\
+             | server | MSETEX, no persistence | MSETEX, one replica | SETEX pipelined, one replica | built-in MSETEX, one replica | module / built-in, one replica |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for (index, server) in bench.servers.iter().enumerate() {
+            let pair = |persistence, replicate, variant, den| {
+                Workload::BOTH
+                    .map(|workload| {
+                        let row = Row {
+                            setup: Setup {
+                                server: index,
+                                form: Form::Ttl,
+                                persistence,
+                                replicate,
+                            },
+                            workload,
+                            values: Values::Small,
+                            batch: 100,
+                        };
+                        self.ratios
+                            .get(&(row, variant, den))
+                            .map_or("-".to_owned(), |r| format!("{r:.2}x"))
+                    })
+                    .join(" / ")
+            };
+            let builtin = server.has_builtin_msetex();
+            let replicate = Replicate::Msetex;
+            let note = if index == 0 {
+                " (server under test)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                md,
+                "| {}{note} | {} | {} | {} | {} | {} |",
+                server.describe(),
+                pair(
+                    Persistence::None,
+                    Replicate::Set,
+                    Variant::Module,
+                    Variant::Mset
+                ),
+                pair(
+                    Persistence::Replica,
+                    replicate,
+                    Variant::Module,
+                    Variant::Mset
+                ),
+                pair(
+                    Persistence::Replica,
+                    replicate,
+                    Variant::Setex,
+                    Variant::Mset
+                ),
+                if builtin {
+                    pair(
+                        Persistence::Replica,
+                        replicate,
+                        Variant::Builtin,
+                        Variant::Mset,
+                    )
+                } else {
+                    "-".to_owned()
+                },
+                if builtin {
+                    pair(
+                        Persistence::Replica,
+                        replicate,
+                        Variant::Module,
+                        Variant::Builtin,
+                    )
+                } else {
+                    "-".to_owned()
+                },
+            );
+        }
+    }
+
+    /// One call of 10,000 keys against one MSET, on every server.
+    fn big_call_markdown(&self, bench: &Bench, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n## One call of 10,000 keys\n\nServer time of one MSETEX of 10,000 keys against \
+             one MSET of the same keys (no persistence; median of {} rounds). `refresh`: \
+             every key exists with a TTL and a value of the same length, as when a session \
+             store rewrites its sessions. Nothing else runs while such a call does: split \
+             very large batches if that matters.\n\n\
+             | server | new keys: MSETEX µs | MSET µs | ratio | refresh: MSETEX µs | MSET µs | ratio |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+            bench.options.rounds.max(3)
+        );
+        for (index, call) in &self.big_calls {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} | {:.0} | {:.2}x | {:.0} | {:.0} | {:.2}x |",
+                bench.servers[*index].describe(),
+                call.new_us.0,
+                call.new_us.1,
+                call.new_ratio,
+                call.refresh_us.0,
+                call.refresh_us.1,
+                call.refresh_ratio
+            );
+        }
+    }
+
+    /// Every row of the server under test, one table per setup.
+    fn rows_markdown(&self, bench: &Bench, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n## {}: every row\n\nOne section per server configuration. `vs MSET` is \
+             the within-round ratio of server time per key; `rate vs MSET` that of keys/s \
+             seen by the clients.",
+            bench.servers[0].describe()
+        );
+        let mut current: Option<Setup> = None;
+        for ((row, variant), sample) in &self.cells {
+            if row.setup.server != 0 {
+                continue;
+            }
+            if current != Some(row.setup) {
+                current = Some(row.setup);
+                let _ = writeln!(
+                    md,
+                    "\n### {}\n\n| workload | value | keys/call | variant | keys/s | rate vs MSET | server µs/key | vs MSET | p50 ms | p99 ms | failed |\n| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+                    bench.describe_setup(row.setup)
+                );
+            }
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {:.0} | {:.2}x | {:.3} | {:.2}x | {:.3} | {:.3} | {} |",
+                row.workload.label(),
+                row.values.label(),
+                row.batch,
+                bench.variant_label(row.setup, *variant),
+                sample.keys_per_sec,
+                self.rate_ratios
+                    .get(&(*row, *variant))
+                    .copied()
+                    .unwrap_or(f64::NAN),
+                sample.server_us_per_key,
+                self.ratios
+                    .get(&(*row, *variant, Variant::Mset))
+                    .copied()
+                    .unwrap_or(f64::NAN),
+                sample.p50_ms,
+                sample.p99_ms,
+                sample.failed
+            );
+        }
+    }
+
+    /// The classic experiment, approach by approach.
+    fn classic_markdown(&self, bench: &Bench, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n## The classic experiment: 10,000 keys with a 10 s TTL, one client\n\n\
+             A PHP client measured (a) 0.418 s, (b) 0.438 s and (c) 0.029 s per 10,000 keys \
+             on a 2019 VM. The same four approaches, timed here end to end on {} (median \
+             of {} runs):\n\n| approach | seconds per 10,000 keys |\n| --- | ---: |",
+            bench.servers[0].describe(),
+            if bench.options.quick { 1 } else { 3 }
+        );
+        for (label, seconds) in &self.classic {
+            let _ = writeln!(md, "| {label} | {seconds:.4} |");
+        }
+    }
+
+    /// Memory per key against SET ... EX.
+    fn memory_markdown(&self, bench: &Bench, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n## Memory: 1,000,000 keys with TTL on {}\n\n\
+             | values | MSETEX (1,000 keys per call), used_memory per key | SET ... EX | ratio |\n\
+             | --- | ---: | ---: | ---: |",
+            bench.servers[0].describe()
+        );
+        for (values, msetex, set) in &self.memory.rows {
+            let _ = writeln!(
+                md,
+                "| {} | {msetex:.1} B | {set:.1} B | {:.3} |",
+                match values {
+                    Values::Integer => "integers (0 to 7.9 billion)",
+                    _ => values.label(),
+                },
+                msetex / set
+            );
+        }
+    }
+}
+
+/// The title, and what wrote the file.
+fn header_markdown(bench: &Bench, md: &mut String) {
+    let _ = writeln!(md, "# MSETEX benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Generated by `make bench` (bench/{}); do not edit by hand.\n",
+        if bench.options.quick {
+            ", **quick mode: two rounds, fewer keys; a first look, not a measurement**"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The machine, the servers and how they were measured.
+fn method_markdown(bench: &Bench, md: &mut String) {
+    let _ = writeln!(md, "## Machine and method\n");
+    for (k, v) in machine(bench) {
+        let _ = writeln!(md, "- {k}: {v}");
+    }
+    let _ = writeln!(
+        md,
+        "- method: redis-benchmark, {CLIENTS} clients, {} keys written per run, {} rounds; in \
+             each round every variant of a row runs once, one after another, on the same \
+             server. Server time per key is INFO commandstats `usec_per_call` divided by the \
+             keys per call (SETEX: pipelined with `-P` equal to the batch). Figures are \
+             medians over rounds; each ratio is the median of the ratios measured within a \
+             round. TTL {TTL} s everywhere. A replica runs on the same machine, on the \
+             client's CPU when pinned (see CPU pinning).",
+        bench.options.keys_per_run, bench.options.rounds
+    );
+    let _ = writeln!(
+        md,
+        "- workloads: `overwrite` rewrites a fixed set of {OVERWRITE_KEYSPACE} keys that \
+             all hold TTLs and values of the same size (reloaded with SET EX before every \
+             run), as a session store does; `fresh` starts each run with FLUSHALL and writes \
+             random keys from a space of {FRESH_KEYSPACE}, so every key is new. Values: 32 \
+             bytes, 1024 bytes, or the integer {INTEGER_VALUE} (stored as `int`). MSET sets \
+             no TTL: it is the floor MSETEX is measured against.\n"
+    );
+}
+
+/// The runs that failed, if any.
+fn failures_markdown(bench: &Bench, md: &mut String) {
+    if !bench.failures.is_empty() {
+        let _ = writeln!(md, "\n## Failed runs\n");
+        for failure in &bench.failures {
+            let _ = writeln!(md, "- {failure}");
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! The runner: starts each setup's servers, runs every variant of every row
+//! with redis-benchmark once per round and keeps the samples. The one-call,
+//! classic and memory experiments are in `experiments`.
+
+pub mod commandstats;
+pub mod experiments;
+mod progress;
+
+use crate::options::Options;
+use crate::pinning::Pinning;
+use crate::plan::*;
+use commandstats::command_stats;
+use msetex_harness::*;
+use std::collections::BTreeMap;
+
+pub use progress::{minutes, Progress};
+
+const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
+     for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ttl) end\n\
+     return redis.status_reply('OK')";
+
+/// What one run of one variant measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    pub keys_per_sec: f64,
+    pub server_us_per_key: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub failed: u64,
+}
+
+impl Sample {
+    /// What a failed run leaves: NaN, so rounds stay aligned across rows.
+    fn failed_run() -> Sample {
+        Sample {
+            keys_per_sec: f64::NAN,
+            server_us_per_key: f64::NAN,
+            p50_ms: f64::NAN,
+            p99_ms: f64::NAN,
+            failed: 0,
+        }
+    }
+}
+
+pub struct Bench {
+    pub options: Options,
+    pub servers: &'static [Target],
+    pub pinning: Pinning,
+    pub samples: BTreeMap<(Row, Variant), Vec<Sample>>,
+    pub failures: Vec<String>,
+    pub progress: Progress,
+}
+
+/// A running setup: its server, its replica, a connection.
+pub struct Running {
+    server: Server,
+    _replica: Option<Server>,
+    pub con: Connection,
+    lua_sha: String,
+    has_replica: bool,
+}
+
+/// redis-benchmark's figures of one run.
+struct Csv {
+    p50_ms: f64,
+    p99_ms: f64,
+    requests_per_sec: f64,
+}
+
+impl Bench {
+    /// A bench that has run nothing yet, of `runs` runs in all.
+    pub fn new(
+        options: Options,
+        servers: &'static [Target],
+        pinning: Pinning,
+        runs: usize,
+    ) -> Bench {
+        Bench {
+            options,
+            servers,
+            pinning,
+            samples: BTreeMap::new(),
+            failures: Vec::new(),
+            progress: Progress::new(runs),
+        }
+    }
+
+    fn server(&self, setup: Setup) -> &'static Target {
+        &self.servers[setup.server]
+    }
+
+    fn module_args(&self, setup: Setup) -> Vec<String> {
+        let server = self.server(setup);
+        let mut args = match setup.form {
+            Form::Ttl => server.default_module_args(),
+            Form::Numkeys => server.numkeys_module_args(),
+        };
+        args.extend(["REPLICATE".to_owned(), setup.replicate.arg().to_owned()]);
+        args
+    }
+
+    pub fn module_name(&self, setup: Setup) -> &'static str {
+        let server = self.server(setup);
+        match setup.form {
+            Form::Ttl => server.command_name(),
+            Form::Numkeys => server.numkeys_name(),
+        }
+    }
+
+    /// The primary's configuration (a replica with the module gets the same).
+    fn config(&self, setup: Setup) -> ServerConfig {
+        let args = self.module_args(setup);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let config = ServerConfig::default()
+            .binary(self.server(setup))
+            .module_args(&args)
+            .line("repl-diskless-sync-delay 0");
+        match setup.persistence {
+            Persistence::Aof => config.line("appendonly yes").line("appendfsync everysec"),
+            Persistence::Cluster => config
+                .line("cluster-enabled yes")
+                .line("cluster-config-file nodes.conf"),
+            _ => config,
+        }
+    }
+
+    pub fn start(&self, setup: Setup) -> Running {
+        let server = self.server(setup);
+        let config = self.config(setup);
+        let primary = config.clone().start();
+        let mut con = primary.client();
+        if setup.persistence == Persistence::Cluster {
+            own_every_slot(&mut con);
+        }
+        self.pinning.move_server(&mut con, true);
+        let replica = (setup.persistence == Persistence::Replica).then(|| {
+            let replica_config = match setup.replicate {
+                Replicate::Set => ServerConfig::without_module().binary(server),
+                Replicate::Msetex => config,
+            };
+            let replica = start_replica(&primary, replica_config);
+            self.pinning.move_server(&mut replica.client(), false);
+            replica
+        });
+        let lua_sha: String = q(&mut con, &["SCRIPT", "LOAD", LUA_LOOP]);
+        Running {
+            has_replica: replica.is_some(),
+            server: primary,
+            _replica: replica,
+            con,
+            lua_sha,
+        }
+    }
+
+    pub fn describe_setup(&self, setup: Setup) -> String {
+        let server = self.server(setup).describe();
+        let form = match setup.form {
+            Form::Ttl => "",
+            Form::Numkeys => ", NUMKEYS form",
+        };
+        let persistence = match setup.persistence {
+            Persistence::None => "no persistence".to_owned(),
+            Persistence::Aof => format!(
+                "appendonly yes (everysec), REPLICATE {}",
+                setup.replicate.arg()
+            ),
+            Persistence::Replica => format!(
+                "one replica attached{}, REPLICATE {}",
+                match setup.replicate {
+                    Replicate::Set => " (without the module)",
+                    Replicate::Msetex => " (with the module)",
+                },
+                setup.replicate.arg()
+            ),
+            Persistence::Cluster => {
+                "cluster mode (one node, no replica, keys of one hash tag)".to_owned()
+            }
+        };
+        format!("{server}{form}, {persistence}")
+    }
+
+    /// Runs a group of setups: every setup's server at once, every row of
+    /// every setup once per round.
+    pub fn run_group(&mut self, group: &[Setup]) {
+        for setup in group {
+            self.progress
+                .report(&format!("starting {}", self.describe_setup(*setup)));
+        }
+        let mut running: Vec<Running> = group.iter().map(|setup| self.start(*setup)).collect();
+        for round in 1..=self.options.rounds {
+            for (setup, running) in group.iter().zip(running.iter_mut()) {
+                for row in rows_of(*setup, &self.options) {
+                    for variant in variants(row, self.servers) {
+                        self.run_and_record(running, row, variant, round);
+                    }
+                }
+            }
+        }
+    }
+
+    fn run_and_record(&mut self, running: &mut Running, row: Row, variant: Variant, round: usize) {
+        let what = format!(
+            "{}: {} {} x{}, {}",
+            self.describe_setup(row.setup),
+            row.workload.label(),
+            row.values.label(),
+            row.batch,
+            self.variant_label(row.setup, variant),
+        );
+        self.progress
+            .report(&format!("{what}, round {round}/{}", self.options.rounds));
+        // A failed run leaves NaN, so rounds stay aligned across rows.
+        let sample = self
+            .run_once(running, row, variant)
+            .unwrap_or_else(|reason| {
+                self.failures.push(format!("{what}: {reason}"));
+                Sample::failed_run()
+            });
+        self.samples.entry((row, variant)).or_default().push(sample);
+        self.progress.done += 1;
+    }
+
+    pub fn variant_label(&self, setup: Setup, variant: Variant) -> String {
+        match variant {
+            Variant::Module => match setup.form {
+                Form::Ttl => format!("{} (module)", self.module_name(setup).to_uppercase()),
+                Form::Numkeys => format!(
+                    "{} numkeys (module)",
+                    self.module_name(setup).to_uppercase()
+                ),
+            },
+            Variant::Mset => "MSET (no TTL)".to_owned(),
+            Variant::Builtin => "MSETEX (built-in)".to_owned(),
+            Variant::Lua => "Lua SET EX loop".to_owned(),
+            Variant::Setex => "SETEX pipelined".to_owned(),
+        }
+    }
+
+    /// The command whose INFO commandstats entry measures `variant`.
+    fn stat(&self, setup: Setup, variant: Variant) -> String {
+        match variant {
+            Variant::Module => self.module_name(setup).to_ascii_lowercase(),
+            Variant::Mset => "mset".to_owned(),
+            Variant::Builtin => "msetex".to_owned(),
+            Variant::Lua => "evalsha".to_owned(),
+            Variant::Setex => "setex".to_owned(),
+        }
+    }
+
+    /// Every key of a run starts with this: in cluster mode one hash tag,
+    /// so that a call's keys share a slot.
+    fn key_prefix(setup: Setup) -> &'static str {
+        match setup.persistence {
+            Persistence::Cluster => "{k}:",
+            _ => "k:",
+        }
+    }
+
+    fn prepare(&self, running: &mut Running, setup: Setup, workload: Workload, value: &str) {
+        let con = &mut running.con;
+        q::<(), _>(con, &["FLUSHALL"]);
+        // The allocator keeps freed pages for a while, then returns them:
+        // a run writing new keys either reused the last run's pages or
+        // faulted in new ones (MSET of new integers: 58 or 88 us a call).
+        // Returned at once, every run starts from the same state. Servers
+        // without jemalloc refuse the command, which changes nothing.
+        let _ = exec(con, &["MEMORY", "PURGE"]);
+        if workload == Workload::Overwrite {
+            preload(con, Self::key_prefix(setup), value);
+        }
+        if running.has_replica {
+            wait_for_replicas(con, 1);
+        }
+        q::<(), _>(con, &["CONFIG", "RESETSTAT"]);
+    }
+
+    fn command_args(&self, running: &Running, row: Row, variant: Variant) -> Vec<String> {
+        let value = row.values.value();
+        let key = format!("{}__rand_int__", Self::key_prefix(row.setup));
+        let pairs = || (0..row.batch).flat_map(|_| [key.clone(), value.clone()]);
+        let mut args: Vec<String> = Vec::new();
+        match variant {
+            Variant::Module if row.setup.form == Form::Ttl => {
+                args.extend([self.module_name(row.setup).to_owned(), TTL.to_owned()]);
+                args.extend(pairs());
+            }
+            Variant::Module | Variant::Builtin => {
+                let name = match variant {
+                    Variant::Module => self.module_name(row.setup),
+                    _ => "MSETEX",
+                };
+                args.extend([name.to_owned(), row.batch.to_string()]);
+                args.extend(pairs());
+                args.extend(["EX".to_owned(), TTL.to_owned()]);
+            }
+            Variant::Mset => {
+                args.push("MSET".to_owned());
+                args.extend(pairs());
+            }
+            Variant::Lua => {
+                args.extend([
+                    "EVALSHA".to_owned(),
+                    running.lua_sha.clone(),
+                    row.batch.to_string(),
+                ]);
+                args.extend((0..row.batch).map(|_| key.clone()));
+                args.extend((0..row.batch).map(|_| value.clone()));
+                args.push(TTL.to_owned());
+            }
+            Variant::Setex => {
+                args.extend([
+                    "SETEX".to_owned(),
+                    key.clone(),
+                    TTL.to_owned(),
+                    value.clone(),
+                ]);
+            }
+        }
+        args
+    }
+
+    /// Requests, pipeline depth and keys per request of a run.
+    fn shape(&self, row: Row, variant: Variant) -> (usize, usize, usize) {
+        match variant {
+            Variant::Setex => (self.options.keys_per_run, row.batch, 1),
+            _ => ((self.options.keys_per_run / row.batch).max(1), 1, row.batch),
+        }
+    }
+
+    fn run_once(
+        &mut self,
+        running: &mut Running,
+        row: Row,
+        variant: Variant,
+    ) -> Result<Sample, String> {
+        self.prepare(running, row.setup, row.workload, &row.values.value());
+        let args = self.command_args(running, row, variant);
+        let (requests, pipeline, keys_per_request) = self.shape(row, variant);
+        let csv = self.redis_benchmark(running, row.workload, requests, pipeline, &args)?;
+        let stat = self.stat(row.setup, variant);
+        let stats = command_stats(&mut running.con, &stat)
+            .ok_or_else(|| format!("no commandstats for {stat}"))?;
+        let mut failed = stats.failed;
+        if variant == Variant::Lua {
+            failed += command_stats(&mut running.con, "set").map_or(0, |s| s.failed);
+        }
+        if stats.calls == 0 {
+            return Err(format!("{stat} was never called"));
+        }
+        Ok(Sample {
+            keys_per_sec: csv.requests_per_sec * keys_per_request as f64,
+            server_us_per_key: stats.usec_per_call / keys_per_request as f64,
+            p50_ms: csv.p50_ms,
+            p99_ms: csv.p99_ms,
+            failed,
+        })
+    }
+
+    /// Runs redis-benchmark against the setup's primary, on the client's CPU.
+    fn redis_benchmark(
+        &self,
+        running: &Running,
+        workload: Workload,
+        requests: usize,
+        pipeline: usize,
+        args: &[String],
+    ) -> Result<Csv, String> {
+        let keyspace = match workload {
+            Workload::Overwrite => OVERWRITE_KEYSPACE as u64,
+            Workload::Fresh => FRESH_KEYSPACE,
+        };
+        let output = self
+            .pinning
+            .client("redis-benchmark")
+            .args(["-h", "127.0.0.1", "-p", &running.server.port().to_string()])
+            .args(["-c", &CLIENTS.to_string(), "-n", &requests.to_string()])
+            .args([
+                "-r",
+                &keyspace.to_string(),
+                "-P",
+                &pipeline.to_string(),
+                "--csv",
+            ])
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;
+        parse_csv(
+            &String::from_utf8_lossy(&output.stdout),
+            &String::from_utf8_lossy(&output.stderr),
+        )
+    }
+}
+
+/// Makes a one-node cluster own every slot and waits until it says ok.
+fn own_every_slot(con: &mut Connection) {
+    let mut addslots = vec!["CLUSTER".to_owned(), "ADDSLOTS".to_owned()];
+    addslots.extend((0..16384).map(|slot: u32| slot.to_string()));
+    q::<(), _>(con, &addslots);
+    let ok = eventually(std::time::Duration::from_secs(20), || {
+        q::<String, _>(con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    });
+    assert!(ok, "the one-node cluster never became ok");
+}
+
+/// Every key of the overwrite workload's working set, holding a TTL.
+fn preload(con: &mut Connection, prefix: &str, value: &str) {
+    for chunk in (0..OVERWRITE_KEYSPACE).collect::<Vec<_>>().chunks(1000) {
+        let mut pipe = redis::pipe();
+        for i in chunk {
+            pipe.cmd("SET")
+                .arg(format!("{prefix}{i:012}"))
+                .arg(value)
+                .arg("EX")
+                .arg(TTL)
+                .ignore();
+        }
+        pipe.query::<()>(con).expect("preload");
+    }
+}
+
+/// The figures of redis-benchmark's `--csv` output: its last result line.
+fn parse_csv(stdout: &str, stderr: &str) -> Result<Csv, String> {
+    let row_line = stdout
+        .lines()
+        .rfind(|line| line.starts_with('"') && !line.starts_with("\"test\""))
+        .ok_or_else(|| format!("redis-benchmark gave no result: {stderr}"))?;
+    let fields: Vec<f64> = row_line
+        .rsplit("\",\"")
+        .take(7)
+        .map(|f| f.trim_matches('"').parse().unwrap_or(f64::NAN))
+        .collect();
+    let [_max, p99, _p95, p50, _min, _avg, rps] = fields[..] else {
+        return Err(format!("unexpected redis-benchmark output: {row_line}"));
+    };
+    Ok(Csv {
+        p50_ms: p50,
+        p99_ms: p99,
+        requests_per_sec: rps,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_csv_line_gives_the_figures() {
+        let stdout = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+             \"MSET\",\"12345.67\",\"1.500\",\"0.100\",\"1.400\",\"2.000\",\"2.500\",\"9.000\"\n";
+        let csv = parse_csv(stdout, "").unwrap();
+        assert_eq!(
+            (csv.requests_per_sec, csv.p50_ms, csv.p99_ms),
+            (12345.67, 1.4, 2.5)
+        );
+    }
+
+    #[test]
+    fn no_result_line_is_a_failed_run() {
+        let error = parse_csv("\"test\",\"rps\"\n", "Connection refused").err();
+        assert_eq!(
+            error.as_deref(),
+            Some("redis-benchmark gave no result: Connection refused")
+        );
+        let error = parse_csv("\"MSET\",\"1\",\"2\"\n", "").err().unwrap();
+        assert!(
+            error.starts_with("unexpected redis-benchmark output"),
+            "{error}"
+        );
+    }
+}

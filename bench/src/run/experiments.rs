@@ -1,0 +1,231 @@
+//! The experiments outside the redis-benchmark rows: one call of 10,000
+//! keys against one MSET of them, the PHP experiment the project started
+//! from, and memory per key against SET ... EX.
+
+use super::commandstats::command_stats;
+use super::Bench;
+use crate::plan::{Setup, Values, TTL};
+use crate::statistics::{median, median_ratio};
+use msetex_harness::{info_field, q, Connection};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+// ---------------------------------------------------------------------------
+// One call of 10,000 keys
+
+const BIG_CALL: usize = 10_000;
+
+/// Server time of one call of 10,000 keys, MSETEX against MSET of the same
+/// pairs, on new keys and on keys that exist with a TTL (same-length
+/// values: a session store's refresh). Medians over rounds.
+#[derive(Clone, Copy, Debug)]
+pub struct BigCall {
+    pub new_us: (f64, f64),
+    pub refresh_us: (f64, f64),
+    /// Median within-round ratios MSETEX / MSET.
+    pub new_ratio: f64,
+    pub refresh_ratio: f64,
+}
+
+/// Server times (µs) of the one call, by (refresh, module), one per round.
+type BigCallSamples = BTreeMap<(bool, bool), Vec<f64>>;
+
+pub fn big_call(bench: &Bench, server: usize) -> BigCall {
+    let setup = Setup::plain(server);
+    let mut running = bench.start(setup);
+    let name = bench.module_name(setup);
+    let samples = time_big_calls(&mut running.con, name, bench.options.rounds.max(3));
+    let get = |refresh, module| samples.get(&(refresh, module)).cloned().unwrap_or_default();
+    let ratio = |refresh| median_ratio(&get(refresh, true), &get(refresh, false));
+    BigCall {
+        new_us: (median(get(false, true)), median(get(false, false))),
+        refresh_us: (median(get(true, true)), median(get(true, false))),
+        new_ratio: ratio(false),
+        refresh_ratio: ratio(true),
+    }
+}
+
+/// One call of `command` setting key1 .. key10000, with a TTL of 10 s
+/// first if `ttl`; the values change with the round.
+fn big_call_command(keys: &[String], command: &str, ttl: bool, round: usize) -> redis::Cmd {
+    let mut cmd = redis::cmd(command);
+    if ttl {
+        cmd.arg(10);
+    }
+    for (i, key) in keys.iter().enumerate() {
+        cmd.arg(key).arg(format!("value{:05}-{}", i, round % 10));
+    }
+    cmd
+}
+
+fn time_big_calls(con: &mut Connection, name: &str, rounds: usize) -> BigCallSamples {
+    let keys: Vec<String> = (1..=BIG_CALL).map(|i| format!("key{i}")).collect();
+    let call =
+        |command: &str, ttl: bool, round: usize| big_call_command(&keys, command, ttl, round);
+    let mut samples = BigCallSamples::new();
+    for round in 0..rounds {
+        for refresh in [false, true] {
+            for module in [true, false] {
+                q::<(), _>(con, &["FLUSHALL"]);
+                if refresh {
+                    // Every key exists with a TTL and a value of the same length.
+                    call(name, true, round + 1).query::<()>(con).expect("seed");
+                }
+                q::<(), _>(con, &["CONFIG", "RESETSTAT"]);
+                let (command, stat) = if module {
+                    (name, name.to_ascii_lowercase())
+                } else {
+                    ("MSET", "mset".to_owned())
+                };
+                call(command, module, round)
+                    .query::<()>(con)
+                    .expect("the 10,000-key call");
+                let stats = command_stats(con, &stat).expect("commandstats");
+                assert_eq!(stats.calls, 1, "{stat}");
+                samples
+                    .entry((refresh, module))
+                    .or_default()
+                    .push(stats.usec_per_call);
+            }
+        }
+    }
+    samples
+}
+
+// ---------------------------------------------------------------------------
+// The classic experiment
+
+/// The PHP experiment the project started from: 10,000 keys with a 10 s
+/// TTL, one client, each approach timed end to end.
+pub fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
+    let setup = Setup::plain(0);
+    let mut running = bench.start(setup);
+    let con = &mut running.con;
+    let name = bench.module_name(setup);
+    let keys: Vec<String> = (1..=BIG_CALL).map(|i| format!("key{i}")).collect();
+    let values: Vec<String> = (1..=BIG_CALL).map(|i| format!("value{i}")).collect();
+    let mut times: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    let mut time = |label: &'static str, con: &mut Connection, run: &dyn Fn(&mut Connection)| {
+        q::<(), _>(con, &["FLUSHALL"]);
+        let start = Instant::now();
+        run(con);
+        times
+            .entry(label)
+            .or_default()
+            .push(start.elapsed().as_secs_f64());
+    };
+    let rounds = if bench.options.quick { 1 } else { 3 };
+    for _ in 0..rounds {
+        time("(a) SETEX, one round trip per key", con, &|con| {
+            for (k, v) in keys.iter().zip(&values) {
+                q::<(), _>(con, &["SETEX", k, "10", v]);
+            }
+        });
+        let mut mset = redis::cmd("MSET");
+        for (k, v) in keys.iter().zip(&values) {
+            mset.arg(k).arg(v);
+        }
+        time("(b) MSET, then one EXPIRE per key", con, &|con| {
+            mset.query::<()>(con).expect("MSET");
+            for k in &keys {
+                q::<i64, _>(con, &["EXPIRE", k, "10"]);
+            }
+        });
+        time("(c) one MSET, no TTL", con, &|con| {
+            mset.query::<()>(con).expect("MSET");
+        });
+        let mut msetex = redis::cmd(name);
+        msetex.arg(10);
+        for (k, v) in keys.iter().zip(&values) {
+            msetex.arg(k).arg(v);
+        }
+        time("(d) one MSETEX", con, &|con| {
+            msetex.query::<()>(con).expect("MSETEX");
+        });
+        let ttl: i64 = q(con, &["TTL", "key10000"]);
+        assert!((9..=10).contains(&ttl), "MSETEX must have set the TTL");
+    }
+    times.into_iter().map(|(k, v)| (k, median(v))).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+
+/// Keys written per call (MSETEX) or per pipeline (SET ... EX).
+const MEMORY_BATCH: usize = 1000;
+
+/// used_memory per key after writing 1,000,000 keys with TTL, with MSETEX
+/// and with SET ... EX, for 32-byte and for integer values.
+pub struct Memory {
+    /// (values, MSETEX bytes per key, SET EX bytes per key)
+    pub rows: Vec<(Values, f64, f64)>,
+}
+
+pub fn memory_per_key(bench: &Bench) -> Memory {
+    let keys = if bench.options.quick {
+        200_000
+    } else {
+        1_000_000
+    };
+    let setup = Setup::plain(0);
+    let mut running = bench.start(setup);
+    let con = &mut running.con;
+    let name = bench.module_name(setup);
+    let rows = [Values::Small, Values::Integer]
+        .into_iter()
+        .map(|values| {
+            (
+                values,
+                bytes_per_key(con, name, keys, values, true),
+                bytes_per_key(con, name, keys, values, false),
+            )
+        })
+        .collect();
+    Memory { rows }
+}
+
+/// used_memory per key after writing `keys` keys from empty, with the
+/// module's `name` if `use_msetex`, with SET ... EX if not.
+fn bytes_per_key(
+    con: &mut Connection,
+    name: &str,
+    keys: usize,
+    values: Values,
+    use_msetex: bool,
+) -> f64 {
+    q::<(), _>(con, &["FLUSHALL"]);
+    let used = |con: &mut Connection| -> f64 {
+        info_field(con, "memory", "used_memory")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let value = |i: usize| match values {
+        // Integers of every size, as counters and ids are.
+        Values::Integer => (i * 7919).to_string(),
+        _ => values.value(),
+    };
+    let before = used(con);
+    for start in (0..keys).step_by(MEMORY_BATCH) {
+        let mut pipe = redis::pipe();
+        if use_msetex {
+            let cmd = pipe.cmd(name).arg(TTL);
+            for i in start..start + MEMORY_BATCH {
+                cmd.arg(format!("mem:{i:07}")).arg(value(i));
+            }
+            cmd.ignore();
+        } else {
+            for i in start..start + MEMORY_BATCH {
+                pipe.cmd("SET")
+                    .arg(format!("mem:{i:07}"))
+                    .arg(value(i))
+                    .arg("EX")
+                    .arg(TTL)
+                    .ignore();
+            }
+        }
+        pipe.query::<()>(con).expect("write keys");
+    }
+    let written: i64 = q(con, &["DBSIZE"]);
+    assert_eq!(written, keys as i64);
+    (used(con) - before) / keys as f64
+}

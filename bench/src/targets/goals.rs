@@ -1,0 +1,472 @@
+//! The verdicts: which target of docs/bench-targets.txt applies to which
+//! row and server, the figure measured, and whether it holds. The order of
+//! the list is the order of the "Targets" table.
+
+use super::Comparison::{self, AtMost, Within};
+use super::Targets;
+use crate::plan::*;
+use crate::report::Report;
+use msetex_harness::{Product, Replicate, Target};
+
+/// Every target the report needs, with its comparison: the file must hold
+/// exactly these.
+pub const NAMES: &[(&str, Comparison)] = &[
+    ("main.no-persistence.msetex/mset.overwrite", AtMost),
+    ("main.no-persistence.msetex/mset.fresh", AtMost),
+    ("each.no-persistence.msetex/setex.overwrite", AtMost),
+    ("each.no-persistence.msetex/setex.fresh", AtMost),
+    ("each.replica-msetex.msetex/setex.overwrite", AtMost),
+    ("each.replica-msetex.msetex/setex.fresh", AtMost),
+    ("session.no-persistence.msetex/mset.overwrite", AtMost),
+    ("main.no-persistence.integer.msetex/mset.overwrite", AtMost),
+    ("main.no-persistence.integer.msetex/mset.fresh", AtMost),
+    ("main.replica-msetex.msetex/mset.overwrite", AtMost),
+    ("main.replica-msetex.msetex/mset.fresh", AtMost),
+    ("builtin.replica-msetex.module/builtin.overwrite", AtMost),
+    ("builtin.replica-msetex.module/builtin.fresh", AtMost),
+    ("main.no-persistence.msetex/lua.overwrite", AtMost),
+    ("main.no-persistence.msetex/lua.fresh", AtMost),
+    ("main.no-persistence.msetex/setex.overwrite", AtMost),
+    ("main.no-persistence.msetex/setex.fresh", AtMost),
+    ("main.no-persistence.numkeys/ttl.overwrite", Within),
+    ("main.no-persistence.numkeys/ttl.fresh", Within),
+    ("main.no-persistence.integer.numkeys/ttl.overwrite", Within),
+    ("main.no-persistence.integer.numkeys/ttl.fresh", Within),
+    ("main.one-call-refreshing-10000-keys.msetex/mset", AtMost),
+    ("main.memory-per-key.msetex/set-ex", Within),
+    ("main.memory-per-key.integer.msetex/set-ex", Within),
+    ("failed-calls-and-runs", AtMost),
+];
+
+/// One target: what, where, the figure, whether it holds.
+pub struct Goal {
+    pub what: String,
+    pub measured: String,
+    pub holds: bool,
+}
+
+/// Every target, in the order of the table.
+pub fn goals(report: &Report, servers: &[Target], targets: &Targets) -> Vec<Goal> {
+    let goals = Goals {
+        report,
+        targets,
+        main: servers[0].describe(),
+        list: Vec::new(),
+    };
+    goals.build(servers)
+}
+
+/// 1.6, 2.3, 0.33: as short as the limit needs.
+fn short(limit: f64) -> String {
+    format!("{limit:.2}")
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_owned()
+}
+
+/// The name's part for values: none for 32 bytes.
+fn values_part(values: Values) -> &'static str {
+    match values {
+        Values::Small => "",
+        Values::Integer => ".integer",
+        Values::Large => ".large",
+    }
+}
+
+/// Rows of batch 100 and 32-byte values on `server`, both workloads.
+fn rows(server: usize, persistence: Persistence, replicate: Replicate) -> [Row; 2] {
+    Workload::BOTH.map(|workload| Row {
+        setup: Setup {
+            server,
+            form: Form::Ttl,
+            persistence,
+            replicate,
+        },
+        workload,
+        values: Values::Small,
+        batch: 100,
+    })
+}
+
+struct Goals<'a> {
+    report: &'a Report,
+    targets: &'a Targets,
+    /// The server under test, described.
+    main: String,
+    list: Vec<Goal>,
+}
+
+impl Goals<'_> {
+    fn build(mut self, servers: &[Target]) -> Vec<Goal> {
+        let main = self.main.clone();
+        let none = |values| {
+            self.report
+                .main_row(Persistence::None, Replicate::Set, values)
+        };
+        let (small, integer) = (none(Values::Small), none(Values::Integer));
+        let replica = self
+            .report
+            .main_row(Persistence::Replica, Replicate::Msetex, Values::Small);
+        self.both(
+            &format!("{main}, no persistence, MSETEX / MSET (no regression)"),
+            small,
+            Variant::Mset,
+            "main.no-persistence.msetex/mset",
+        );
+        self.every_server(servers);
+        self.both(
+            &format!("{main}, no persistence, integer values, MSETEX / MSET"),
+            integer,
+            Variant::Mset,
+            "main.no-persistence.integer.msetex/mset",
+        );
+        self.both(
+            &format!("{main}, one replica, REPLICATE MSETEX, MSETEX / MSET"),
+            replica,
+            Variant::Mset,
+            "main.replica-msetex.msetex/mset",
+        );
+        self.builtin(servers);
+        self.both(
+            &format!("{main}, no persistence, MSETEX / Lua SET EX loop"),
+            small,
+            Variant::Lua,
+            "main.no-persistence.msetex/lua",
+        );
+        self.both(
+            &format!("{main}, no persistence, MSETEX / pipelined SETEX"),
+            small,
+            Variant::Setex,
+            "main.no-persistence.msetex/setex",
+        );
+        self.numkeys();
+        self.big_call();
+        self.memory();
+        self.failures();
+        self.list
+    }
+
+    /// The module against `den` in both rows, each at most its target
+    /// `<name>.<workload>`.
+    fn both(&mut self, what: &str, rows: [Row; 2], den: Variant, name: &str) {
+        for row in rows {
+            let workload = row.workload.label();
+            let limit = self.targets.at_most(&format!("{name}.{workload}"));
+            let ratio = self.report.ratio(row, den);
+            self.list.push(Goal {
+                what: format!("{what}, {workload}: at most {}x", short(limit)),
+                measured: format!("{ratio:.2}x"),
+                holds: ratio <= limit,
+            });
+        }
+    }
+
+    // Every server from Redis 7.0 on: below pipelined SETEX, without
+    // persistence and with a replica in REPLICATE MSETEX mode; refreshing
+    // sessions at most 1.8x MSET on the servers without a cheaper path
+    // before (Valkey 8.1, Redis 8.6).
+    fn every_server(&mut self, servers: &[Target]) {
+        for (index, server) in servers.iter().enumerate() {
+            if server.product == Product::Redis && server.version < (7, 0, 0) {
+                continue;
+            }
+            let name = server.describe();
+            self.both(
+                &format!("{name}, no persistence, MSETEX / pipelined SETEX"),
+                rows(index, Persistence::None, Replicate::Set),
+                Variant::Setex,
+                "each.no-persistence.msetex/setex",
+            );
+            self.both(
+                &format!("{name}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX"),
+                rows(index, Persistence::Replica, Replicate::Msetex),
+                Variant::Setex,
+                "each.replica-msetex.msetex/setex",
+            );
+            let session_target = match server.product {
+                Product::Valkey => server.version.0 == 8 && server.version.1 == 1,
+                Product::Redis => server.version.0 == 8 && server.version.1 == 6,
+            };
+            if session_target {
+                self.session(index, &name);
+            }
+        }
+    }
+
+    /// Refreshing sessions, on a server without a cheaper path before.
+    fn session(&mut self, index: usize, name: &str) {
+        let [overwrite, _] = rows(index, Persistence::None, Replicate::Set);
+        let limit = self
+            .targets
+            .at_most("session.no-persistence.msetex/mset.overwrite");
+        let ratio = self.report.ratio(overwrite, Variant::Mset);
+        self.list.push(Goal {
+            what: format!(
+                "{name}, no persistence, MSETEX / MSET, overwrite: at most {}x",
+                short(limit)
+            ),
+            measured: format!("{ratio:.2}x"),
+            holds: ratio <= limit,
+        });
+    }
+
+    /// The module against the built-in MSETEX, where there is one.
+    fn builtin(&mut self, servers: &[Target]) {
+        for (index, server) in servers.iter().enumerate() {
+            if !server.has_builtin_msetex() {
+                continue;
+            }
+            self.both(
+                &format!(
+                    "{}, one replica, REPLICATE MSETEX, module / built-in MSETEX",
+                    server.describe()
+                ),
+                rows(index, Persistence::Replica, Replicate::Msetex),
+                Variant::Builtin,
+                "builtin.replica-msetex.module/builtin",
+            );
+        }
+    }
+
+    /// The NUMKEYS form costs what the TTL form costs.
+    fn numkeys(&mut self) {
+        let main = &self.main;
+        for values in [Values::Small, Values::Integer] {
+            for ttl_row in self
+                .report
+                .main_row(Persistence::None, Replicate::Set, values)
+            {
+                let workload = ttl_row.workload.label();
+                let tolerance = self.targets.within(&format!(
+                    "main.no-persistence{}.numkeys/ttl.{workload}",
+                    values_part(values)
+                ));
+                let ratio = self
+                    .report
+                    .numkeys_vs_ttl
+                    .get(&(ttl_row.workload, values))
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                self.list.push(Goal {
+                    what: format!(
+                        "{main}, no persistence, {} {workload}: NUMKEYS form / TTL form, server time per key, within {}% of 1",
+                        values.label(),
+                        short(tolerance * 100.0)
+                    ),
+                    measured: format!("{ratio:.2}x"),
+                    holds: (ratio - 1.0).abs() <= tolerance,
+                });
+            }
+        }
+    }
+
+    /// One call refreshing 10,000 keys, on the server under test.
+    fn big_call(&mut self) {
+        let main = &self.main;
+        for (index, call) in &self.report.big_calls {
+            if *index != 0 {
+                continue;
+            }
+            let limit = self
+                .targets
+                .at_most("main.one-call-refreshing-10000-keys.msetex/mset");
+            self.list.push(Goal {
+                what: format!(
+                    "{main}, one call refreshing 10,000 keys: server time at most {}x one MSET of them",
+                    short(limit)
+                ),
+                measured: format!("{:.2}x", call.refresh_ratio),
+                holds: call.refresh_ratio <= limit,
+            });
+        }
+    }
+
+    /// Memory per key against SET ... EX.
+    fn memory(&mut self) {
+        let main = &self.main;
+        for (values, msetex, set) in &self.report.memory.rows {
+            let tolerance = self.targets.within(&format!(
+                "main.memory-per-key{}.msetex/set-ex",
+                values_part(*values)
+            ));
+            let ratio = msetex / set;
+            self.list.push(Goal {
+                what: format!(
+                    "{main}, memory per key, {} values: within {}% of SET EX",
+                    values.label(),
+                    short(tolerance * 100.0)
+                ),
+                measured: format!("{ratio:.3}x"),
+                holds: (ratio - 1.0).abs() <= tolerance,
+            });
+        }
+    }
+
+    fn failures(&mut self) {
+        let limit = self.targets.at_most("failed-calls-and-runs");
+        let failed = self.report.failed_calls;
+        self.list.push(Goal {
+            what: if limit == 0.0 {
+                "zero failed calls or runs".into()
+            } else {
+                format!("at most {} failed calls or runs", short(limit))
+            },
+            measured: failed.to_string(),
+            holds: failed as f64 <= limit,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::experiments::BigCall;
+
+    fn server(product: Product, version: (u32, u32, u32)) -> Target {
+        Target {
+            binary: "redis-server".into(),
+            product,
+            version,
+        }
+    }
+
+    fn repository_targets() -> Targets {
+        let text = std::fs::read_to_string(super::super::default_path()).unwrap();
+        Targets::parse(&text).unwrap()
+    }
+
+    /// Every kind of server and experiment the report can hold, so that
+    /// every target is looked up.
+    fn everything() -> (Report, Vec<Target>) {
+        let servers = vec![
+            server(Product::Redis, (7, 0, 15)),
+            server(Product::Redis, (6, 2, 16)),
+            server(Product::Redis, (8, 6, 3)),
+            server(Product::Valkey, (8, 1, 1)),
+            server(Product::Valkey, (9, 1, 2)),
+        ];
+        let mut report = Report::empty();
+        let call = BigCall {
+            new_us: (1.0, 1.0),
+            refresh_us: (1.0, 1.0),
+            new_ratio: 1.0,
+            refresh_ratio: 1.2,
+        };
+        report.big_calls = vec![(0, call), (2, call)];
+        report.memory.rows = vec![(Values::Small, 101.0, 100.0), (Values::Integer, 80.0, 80.0)];
+        (report, servers)
+    }
+
+    #[test]
+    fn the_table_is_the_one_of_the_hard_coded_limits() {
+        let (report, servers) = everything();
+        let goals = goals(&report, &servers, &repository_targets());
+        let what: Vec<&str> = goals.iter().map(|goal| goal.what.as_str()).collect();
+        let main = "Redis 7.0.15";
+        let expected = [
+            format!("{main}, no persistence, MSETEX / MSET (no regression), overwrite: at most 1.7x"),
+            format!("{main}, no persistence, MSETEX / MSET (no regression), fresh: at most 2.2x"),
+            format!("{main}, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
+            format!("{main}, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
+            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
+            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
+            // Redis 6.2: no target of its own.
+            "Redis 8.6.3, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
+            "Redis 8.6.3, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
+            "Redis 8.6.3, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
+            "Redis 8.6.3, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
+            "Redis 8.6.3, no persistence, MSETEX / MSET, overwrite: at most 1.8x".into(),
+            "Valkey 8.1.1, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
+            "Valkey 8.1.1, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
+            "Valkey 8.1.1, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
+            "Valkey 8.1.1, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
+            "Valkey 8.1.1, no persistence, MSETEX / MSET, overwrite: at most 1.8x".into(),
+            "Valkey 9.1.2, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
+            "Valkey 9.1.2, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
+            "Valkey 9.1.2, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
+            "Valkey 9.1.2, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
+            format!("{main}, no persistence, integer values, MSETEX / MSET, overwrite: at most 2.5x"),
+            format!("{main}, no persistence, integer values, MSETEX / MSET, fresh: at most 2.5x"),
+            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / MSET, overwrite: at most 1.8x"),
+            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / MSET, fresh: at most 2.3x"),
+            "Redis 8.6.3, one replica, REPLICATE MSETEX, module / built-in MSETEX, overwrite: at most 1x".into(),
+            "Redis 8.6.3, one replica, REPLICATE MSETEX, module / built-in MSETEX, fresh: at most 1x".into(),
+            "Valkey 9.1.2, one replica, REPLICATE MSETEX, module / built-in MSETEX, overwrite: at most 1x".into(),
+            "Valkey 9.1.2, one replica, REPLICATE MSETEX, module / built-in MSETEX, fresh: at most 1x".into(),
+            format!("{main}, no persistence, MSETEX / Lua SET EX loop, overwrite: at most 0.33x"),
+            format!("{main}, no persistence, MSETEX / Lua SET EX loop, fresh: at most 0.5x"),
+            format!("{main}, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
+            format!("{main}, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
+            format!("{main}, no persistence, 32 B overwrite: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
+            format!("{main}, no persistence, 32 B fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
+            format!("{main}, no persistence, integer overwrite: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
+            format!("{main}, no persistence, integer fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
+            format!("{main}, one call refreshing 10,000 keys: server time at most 1.5x one MSET of them"),
+            format!("{main}, memory per key, 32 B values: within 5% of SET EX"),
+            format!("{main}, memory per key, integer values: within 5% of SET EX"),
+            "zero failed calls or runs".into(),
+        ];
+        assert_eq!(
+            what,
+            expected.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn verdicts() {
+        let (report, servers) = everything();
+        let goals = goals(&report, &servers, &repository_targets());
+        let verdict = |start: &str| -> Vec<(String, bool)> {
+            goals
+                .iter()
+                .filter(|goal| goal.what.contains(start))
+                .map(|goal| (goal.measured.clone(), goal.holds))
+                .collect()
+        };
+        // Nothing measured: NaN holds no ratio target.
+        assert_eq!(
+            verdict("Lua"),
+            [("NaNx".to_owned(), false), ("NaNx".to_owned(), false)]
+        );
+        assert_eq!(verdict("refreshing"), [("1.20x".to_owned(), true)]);
+        assert_eq!(
+            verdict("memory per key"),
+            [("1.010x".to_owned(), true), ("1.000x".to_owned(), true)]
+        );
+        assert_eq!(verdict("zero failed"), [("0".to_owned(), true)]);
+    }
+
+    #[test]
+    fn limits_come_from_the_file() {
+        let (mut report, servers) = everything();
+        report.failed_calls = 2;
+        report.big_calls[0].1.refresh_ratio = 1.7;
+        let text: String = std::fs::read_to_string(super::super::default_path())
+            .unwrap()
+            .lines()
+            .map(|line| match line.split_whitespace().next() {
+                Some("main.one-call-refreshing-10000-keys.msetex/mset") => {
+                    "main.one-call-refreshing-10000-keys.msetex/mset at-most 1.75\n".to_owned()
+                }
+                Some("failed-calls-and-runs") => "failed-calls-and-runs at-most 3\n".to_owned(),
+                _ => format!("{line}\n"),
+            })
+            .collect();
+        let targets = Targets::parse(&text).unwrap();
+        let goals = goals(&report, &servers, &targets);
+        let last = &goals[goals.len() - 1];
+        assert_eq!(
+            (last.what.as_str(), last.holds),
+            ("at most 3 failed calls or runs", true)
+        );
+        let call = goals
+            .iter()
+            .find(|goal| goal.what.contains("refreshing"))
+            .unwrap();
+        assert!(
+            call.what.contains("at most 1.75x") && call.holds,
+            "{}",
+            call.what
+        );
+    }
+}

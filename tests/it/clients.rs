@@ -1,0 +1,104 @@
+//! The README's redis-rs examples are this repository's examples/redis_rs.rs
+//! (the TTL form) and examples/typed_client.rs (the typed `mset_ex`, served
+//! by the NUMKEYS form), compiled by `cargo test` and run here against a
+//! live server.
+
+use msetex_harness::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn manifest_file(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// target/<profile>/examples/<name>, next to this test's own binary.
+fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let binary = profile_dir.join("examples").join(name);
+    assert!(
+        binary.is_file(),
+        "{} missing: cargo test builds examples",
+        binary.display()
+    );
+    binary
+}
+
+#[test]
+fn readme_shows_the_examples_verbatim() {
+    let readme = manifest_file("README.md");
+    for file in ["examples/redis_rs.rs", "examples/typed_client.rs"] {
+        let example = manifest_file(file);
+        let body = example
+            .split_once("\n\n")
+            .map(|(_header, body)| body.trim())
+            .expect("example body");
+        assert!(
+            readme.contains(body),
+            "README.md's snippet differs from {file}"
+        );
+    }
+}
+
+/// Runs an example against `server`; returns what it printed.
+fn run_example(name: &str, server: &Server) -> String {
+    let output = Command::new(example_binary(name))
+        .arg(server.url())
+        .output()
+        .expect("run the example");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// What both client examples print and leave: the session with its value,
+/// the lock with a TTL of at most 10 s. Returns a connection to look further.
+fn assert_the_examples_writes(server: &Server, stdout: &str) -> Connection {
+    assert_eq!(
+        stdout.trim(),
+        "session stored for 1800 s; lock acquired: true"
+    );
+    let mut con = server.client();
+    let session: String = q(&mut con, &["GET", "session:8f2a"]);
+    assert_eq!(session, r#"{"user":42}"#);
+    let pttl: i64 = q(&mut con, &["PTTL", "lock:{order:7}:payment"]);
+    assert!((1..=10_000).contains(&pttl), "{pttl}");
+    con
+}
+
+#[test]
+fn the_typed_client_example_runs_on_the_numkeys_form() {
+    // Under its default name, which is the server's own MSETEX where there
+    // is one: the same loadmodule line serves the example everywhere.
+    let server = ServerConfig::default()
+        .module_args(&["SYNTAX", "NUMKEYS"])
+        .start();
+    let stdout = run_example("typed_client", &server);
+    let mut con = assert_the_examples_writes(&server, &stdout);
+    assert_eq!(
+        q::<i64, _>(&mut con, &["DBSIZE"]),
+        4,
+        "no key named EX or PX"
+    );
+}
+
+#[test]
+fn the_redis_rs_example_runs() {
+    if skip_unless(
+        !target().has_builtin_msetex(),
+        "the README example calls MSETEX by its default name, which is the server's own command here",
+    ) {
+        return;
+    }
+    let server = Server::start();
+    let stdout = run_example("redis_rs", &server);
+    assert_the_examples_writes(&server, &stdout);
+}

@@ -1,0 +1,141 @@
+//! Servers that ask for a command's keys from their I/O threads (Redis 8.2+
+//! with io-threads; Valkey 8+ in cluster mode): a `getkeys-api` callback
+//! there runs a module context on an I/O thread while the main thread works,
+//! which crashed Redis 8.6.3 and Valkey 8.0-9.1 under load with a replica.
+//! The module declares its keys by key specs on those servers instead.
+//! Sized for the suite (5 s of load); `make soak` runs 60 s on every server.
+
+use msetex_harness::*;
+
+const IO_THREADS: u32 = 4;
+
+/// A primary with `io-threads 4` (in cluster mode where the server computes
+/// slots on I/O threads) and a replica, both with the module.
+fn primary_and_replica() -> (Server, Server, bool) {
+    let cluster = target().io_thread_keys_need_cluster();
+    let config = ServerConfig::default().line(&format!("io-threads {IO_THREADS}"));
+    if cluster {
+        let (primary, replica) = cluster_pair(config, ServerConfig::default());
+        (primary, replica, true)
+    } else {
+        let primary = config.start();
+        let replica = start_replica(&primary, ServerConfig::default());
+        (primary, replica, false)
+    }
+}
+
+#[test]
+fn io_threads_with_a_replica_under_load_keep_the_server_up() {
+    let (primary, replica, _) = primary_and_replica();
+    let seconds = scaled(5, 60) as u64;
+    // 200 clients on 4 benchmark threads, MSETEX with two keys of one slot.
+    let name = target().command_name();
+    benchmark_for(
+        &primary,
+        seconds,
+        &[
+            "-c",
+            "200",
+            "--threads",
+            "4",
+            "-r",
+            "100000",
+            name,
+            "100",
+            "{t}k:__rand_int__",
+            "v",
+            "{t}j:__rand_int__",
+            "w",
+        ],
+    );
+    assert!(
+        answers_ping(primary.port(), std::time::Duration::from_secs(5)),
+        "the primary went down:\n{}",
+        primary.log()
+    );
+    let mut p = primary.client();
+    let mut r = replica.client();
+    // Commands the I/O threads had already read may still run after the
+    // load stops: compare once the primary is quiet.
+    let same = eventually(std::time::Duration::from_secs(20), || {
+        wait_for_replicas(&mut p, 1);
+        digest(&mut p) == digest(&mut r)
+    });
+    assert!(same, "replica and primary differ");
+    let keys: i64 = q(&mut p, &["DBSIZE"]);
+    assert!(keys > 100, "the load wrote only {keys} keys");
+    record_result(
+        &format!("io-threads {IO_THREADS}, replica, 200 clients"),
+        &format!(
+            "{seconds} s of MSETEX from 200 clients on 4 threads: server up, {keys} keys, \
+             replica identical (DEBUG DIGEST)"
+        ),
+    );
+}
+
+#[test]
+fn keys_are_declared_exactly_whatever_the_threads() {
+    let (primary, _replica, _) = primary_and_replica();
+    let mut con = primary.client();
+    let plain = ["MSETEX", "60", "{t}a", "1", "{t}b", "2"];
+    assert_eq!(exec(&mut con, &plain).unwrap(), Value::Okay);
+    let mut getkeys = vec!["COMMAND", "GETKEYS"];
+    getkeys.extend_from_slice(&plain);
+    assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{t}a", "{t}b"]);
+    // Keys tagged {t}: a key spec read as it stands would take "PX" (and
+    // the time) for keys, in other slots. Where the server reads keys from
+    // key specs only, the module's command filter packs the options first:
+    // the server checks the real keys, and COMMAND GETKEYS lists them.
+    let with_options = ["MSETEX", "NX", "PX", "60000", "{t}c", "1", "{t}d", "2"];
+    assert_eq!(exec(&mut con, &with_options).unwrap(), Value::Int(1));
+    assert_eq!(
+        q::<Vec<Option<String>>, _>(&mut con, &["MGET", "{t}c", "{t}d"]),
+        [Some("1".to_owned()), Some("2".to_owned())]
+    );
+    let mut getkeys = vec!["COMMAND", "GETKEYS"];
+    getkeys.extend_from_slice(&with_options);
+    assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{t}c", "{t}d"]);
+}
+
+#[test]
+fn the_numkeys_form_declares_its_keys_or_refuses_the_call() {
+    let cluster = target().io_thread_keys_need_cluster();
+    let args = target().numkeys_module_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let config = ServerConfig::default()
+        .module_args(&args)
+        .line(&format!("io-threads {IO_THREADS}"));
+    let (primary, _replica) = if cluster {
+        let replica_config = ServerConfig::default().module_args(&args);
+        cluster_pair(config, replica_config)
+    } else {
+        let primary = config.start();
+        let replica = start_replica(&primary, ServerConfig::default().module_args(&args));
+        (primary, replica)
+    };
+    let mut con = primary.client();
+    let name = target().numkeys_name();
+    let call = [name, "2", "{t}a", "1", "{t}b", "2", "NX", "EX", "60"];
+    // Key specs alone describe the NUMKEYS form only where the server reads
+    // a keynum spec with a step (Redis 8.4+, Valkey 9.1+) outside cluster
+    // mode (cluster routing reads keys the legacy way).
+    let by_specs = target().keys_from_io_threads(IO_THREADS, cluster);
+    let readable = target().has_builtin_msetex() && !cluster;
+    if by_specs && !readable {
+        let before = snapshot(&mut con);
+        assert_eq!(
+            err(&mut con, &call),
+            format!(
+                "ERR {name} cannot declare the keys of its NUMKEYS form on this server, which \
+                 asks for command keys from I/O threads (io-threads > 1) and cannot read them \
+                 from a key specification alone: set io-threads 1 or use SYNTAX TTL"
+            )
+        );
+        assert_eq!(snapshot(&mut con), before);
+    } else {
+        assert_eq!(exec(&mut con, &call).unwrap(), Value::Int(1));
+        let mut getkeys = vec!["COMMAND", "GETKEYS"];
+        getkeys.extend_from_slice(&call);
+        assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{t}a", "{t}b"]);
+    }
+}

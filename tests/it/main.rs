@@ -1,0 +1,29 @@
+//! The integration tests: one binary, one module per concern, each
+//! starting real server processes through `msetex-harness`.
+//!
+//! `REDIS_SERVER=<binary> cargo test --release --test it` runs them on one
+//! server; `make test-matrix` on every server in ../shared/servers.
+
+mod acl;
+mod clients;
+mod cluster;
+mod compat;
+mod durability;
+mod errors;
+mod info;
+mod install;
+mod io_threads;
+mod like_set;
+mod limits;
+mod module_load;
+mod notifications;
+mod numkeys;
+mod options;
+mod oracle;
+mod persistence;
+mod replication;
+mod resharding;
+mod scripts;
+mod semantics;
+mod soak;
+mod visibility;

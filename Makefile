@@ -6,10 +6,13 @@ PORT   ?= 6379
 ROUNDS ?= 7
 MODULE := target/release/libmsetex.so
 
-# make install: where Debian keeps Redis modules.
+# make install: where Debian keeps Redis modules (Valkey's:
+# MODULEDIR=/usr/lib/valkey/modules).
 PREFIX    ?= /usr
 DESTDIR   ?=
 MODULEDIR ?= $(PREFIX)/lib/redis/modules
+# make deb: where the package goes.
+DEBDIR    ?= target/deb
 # make dist: a tarball named after the crate version and the target triple.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 TRIPLE  := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
@@ -17,7 +20,7 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files clean
+.PHONY: help deps build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,14 +65,14 @@ profile: build ## perf: where MSETEX spends its time (needs perf); writes docs/P
 fuzz: build ## Parser property tests with FUZZ_CASES cases each (default 1000000)
 	MSETEX_FUZZ_CASES=$${FUZZ_CASES:-1000000} $(CARGO) test --release --locked --lib -- syntax::tests
 
-install: build ## Install libmsetex.so in $(DESTDIR)$(MODULEDIR) (PREFIX=/usr)
+install: build ## Install libmsetex.so in $(DESTDIR)$(MODULEDIR) (Valkey: MODULEDIR=/usr/lib/valkey/modules)
 	@$(MAKE) --no-print-directory install-files
 
 # Redis 7+ refuses to load a module file without execute permission.
 install-files:
 	install -d "$(DESTDIR)$(MODULEDIR)"
 	install -m 0755 $(MODULE) "$(DESTDIR)$(MODULEDIR)/libmsetex.so"
-	@echo "installed $(DESTDIR)$(MODULEDIR)/libmsetex.so; add to redis.conf:"
+	@echo "installed $(DESTDIR)$(MODULEDIR)/libmsetex.so; add to redis.conf (or valkey.conf):"
 	@echo "loadmodule $(MODULEDIR)/libmsetex.so"
 
 uninstall: ## Remove the installed library
@@ -85,6 +88,12 @@ dist-files:
 	tar -C "$(DISTDIR)" -czf "$(DISTDIR)/$(DISTNAME).tar.gz" "$(DISTNAME)"
 	rm -rf "$(DISTDIR)/$(DISTNAME)"
 	@echo "$(DISTDIR)/$(DISTNAME).tar.gz"
+
+deb: build ## Debian package: $(DEBDIR)/msetex_<version>_<arch>.deb (Redis and Valkey module dirs)
+	@$(MAKE) --no-print-directory deb-files
+
+deb-files:
+	DEBDIR="$(DEBDIR)" scripts/deb.sh
 
 clean: ## Remove build output
 	$(CARGO) clean

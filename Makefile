@@ -20,46 +20,49 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files clean
+.PHONY: help deps deps-build build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install what is missing (redis-server, redis-tools, libclang-dev; apt-get when root)
+deps: ## Install what is missing (redis-server, redis-tools, libclang-dev, gcc; apt-get when root)
 	@scripts/deps.sh
 
-build: deps ## Build the module: target/release/libmsetex.so
+deps-build: ## Install what building needs and is missing (libclang-dev, gcc)
+	@scripts/deps.sh build
+
+build: deps-build ## Build the module: target/release/libmsetex.so
 	$(CARGO) build --release --locked
 	@echo "built $(MODULE)"
 
-test: build ## Build, then run the unit and integration tests (real redis-server processes); lists skips
+test: deps build ## Build, then run the unit and integration tests (real redis-server processes); lists skips
 	scripts/test.sh
 
-test-matrix: build ## The integration suite on every server (SERVERS="bin ..."); writes docs/COMPATIBILITY.md
+test-matrix: deps build ## The integration suite on every server (SERVERS="bin ..."); writes docs/COMPATIBILITY.md
 	scripts/test-matrix.sh
 
-run: build ## Start redis-server in the foreground with ./redis.conf (MSETEX loaded) on PORT
+run: deps build ## Start redis-server in the foreground with ./redis.conf (MSETEX loaded) on PORT
 	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
 		echo "port $(PORT) is in use (another redis-server?): stop it, or pick another port: make run PORT=<port>"; \
 		exit 1; \
 	fi
 	redis-server ./redis.conf --port $(PORT)
 
-lint: deps ## cargo fmt --check; cargo clippy with warnings and the unsafe lints as errors
+lint: deps-build ## cargo fmt --check; cargo clippy with warnings and the unsafe lints as errors
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings \
 		-D unsafe_op_in_unsafe_fn -D clippy::undocumented_unsafe_blocks
 
-bench: build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~15 min); writes docs/BENCHMARKS.md
+bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~15 min); writes docs/BENCHMARKS.md
 	$(CARGO) run --release --locked -p msetex-bench -- --rounds $(ROUNDS)
 
-bench-quick: build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
+bench-quick: deps build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
 	$(CARGO) run --release --locked -p msetex-bench -- --quick --out target/BENCHMARKS-quick.md --readme -
 
-soak: build ## Reliability tests at full size on every server + long fuzz run (~30 min); writes docs/RELIABILITY.md
+soak: deps build ## Reliability tests at full size on every server + long fuzz run (~30 min); writes docs/RELIABILITY.md
 	scripts/soak.sh
 
-profile: build ## perf: where MSETEX spends its time (needs perf); writes docs/PROFILE.md
+profile: deps build ## perf: where MSETEX spends its time (needs perf); writes docs/PROFILE.md
 	scripts/profile.sh
 
 fuzz: build ## Parser property tests with FUZZ_CASES cases each (default 1000000)

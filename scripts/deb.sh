@@ -8,11 +8,14 @@
 # commented loadmodule sample per server go to /usr/share/doc/msetex. No
 # maintainer script: the package never edits a server's configuration. Its
 # description names the servers the suite passed on, from
-# docs/COMPATIBILITY.md (make test-matrix).
+# docs/COMPATIBILITY.md (make test-matrix). MSETEX_MODULE packages another
+# build of the library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Directories and files as dpkg should create them, whatever the caller's umask.
+umask 022
 
-module=target/release/libmsetex.so
+module="${MSETEX_MODULE:-target/release/libmsetex.so}"
 out="${DEBDIR:-target/deb}"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
 arch="$(dpkg --print-architecture)"
@@ -65,6 +68,7 @@ fi
 # without a failure.
 tested="$(awk -F'|' '/^\| (Redis|Valkey) / && $4 + 0 == 0 { gsub(/^ +| +$/, "", $2); printf "%s%s", sep, $2; sep = ", " }' docs/COMPATIBILITY.md)"
 matrix_date="$(sed -n 's/^- date: //p' docs/COMPATIBILITY.md)"
+matrix_commit="$(sed -n 's/^- module: //p' docs/COMPATIBILITY.md)"
 
 {
     echo "Package: msetex"
@@ -81,7 +85,7 @@ matrix_date="$(sed -n 's/^- date: //p' docs/COMPATIBILITY.md)"
     echo " live in one atomic step, in native code: MSETEX seconds key value ..., or"
     echo " the numkeys form of Redis 8.4+ / Valkey 9.1+."
     echo " ."
-    echo "Tested on $tested (make test-matrix, $matrix_date)." | fold -s -w 72 | sed 's/ *$//; s/^/ /'
+    echo "Tested on $tested (make test-matrix, $matrix_commit, $matrix_date)." | fold -s -w 72 | sed 's/ *$//; s/^/ /'
     echo " ."
     echo " The library is installed in /usr/lib/msetex and linked from"
     echo " /usr/lib/redis/modules and /usr/lib/valkey/modules. No server"

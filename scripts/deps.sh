@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing msetex needs and is missing:
-#   redis-server, redis-tools (redis-cli, redis-benchmark) and libclang-dev
-#   (bindgen, used by the redis-module crate, needs libclang at build time).
+#   libclang-dev (bindgen, used by the redis-module crate, needs libclang at
+#   build time) and a C compiler (the linker rustc calls; binutils for
+#   make deb); and, unless called as `deps.sh build` (make build, make deb,
+#   make install), redis-server and redis-tools (redis-cli,
+#   redis-benchmark), which the tests, make run and make bench start.
 # On Debian/Ubuntu as root it runs apt-get; otherwise it names the packages.
 set -euo pipefail
+
+mode="${1:-all}"
+# The oldest Rust that builds the crate (Cargo.toml rust-version).
+rust_min=1.87
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -12,14 +19,26 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "msetex: cargo not found: install Rust (https://rustup.rs) and retry." >&2
     exit 1
 fi
+rust="$(rustc --version | awk '{ print $2 }')"
+if [ "$(printf '%s\n%s\n' "$rust_min" "$rust" | sort -V | head -n 1)" != "$rust_min" ]; then
+    echo "msetex: rustc $rust is older than $rust_min (Debian's own is): install Rust with" >&2
+    echo "        rustup (https://rustup.rs), or run rustup update, and retry." >&2
+    exit 1
+fi
+
+packages=(libclang-dev)
+[ "$mode" = build ] || packages+=(redis-server redis-tools)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
 
 if command -v dpkg-query >/dev/null 2>&1; then
-    for pkg in redis-server redis-tools libclang-dev; do
+    for pkg in "${packages[@]}"; do
         have_pkg "$pkg" || need+=("$pkg")
     done
 else
-    command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-    command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+    if [ "$mode" != build ]; then
+        command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+        command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+    fi
     ls /usr/lib/llvm-*/lib/libclang.so /usr/lib*/libclang.so >/dev/null 2>&1 || need+=(libclang-dev)
 fi
 

@@ -5,8 +5,8 @@
 //!
 //! Atomicity comes from the server running one command at a time. Every
 //! check that can refuse a call runs before the first write: a refusal
-//! ([`Refusal`]) means nothing was written. The only error after a write is
-//! an [`Abort`] (`ERR msetex failed to <step>`, see `outcome`).
+//! ([`Refusal`]) means nothing was written. Once writing has begun the only
+//! error is an [`Abort`] (`ERR msetex failed to <step>`, see `outcome`).
 
 use std::ffi::CString;
 

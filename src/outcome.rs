@@ -4,10 +4,14 @@
 //!   replicated or signalled, and the error reply says why, in the words
 //!   the server's own commands use (SET's for the TTL form, the built-in
 //!   MSETEX's for the NUMKEYS form);
-//! - an [`Abort`] happens after one: a module API call that its
-//!   preconditions say cannot fail, failed. The keys written before it stay
-//!   written and replicated; the reply is `ERR msetex failed to <step>` and
-//!   the log has a warning line. No test can make one happen.
+//! - an [`Abort`] happens once writing has begun (`command::write`): a
+//!   module API call that its preconditions say cannot fail, failed. The
+//!   keys written before it (possibly none) stay written and replicated;
+//!   the reply is `ERR msetex failed to <step>` and the log has a warning
+//!   line. No test can make one happen.
+//!
+//! (A panic, a bug, is caught where the server calls the module and
+//! answered `ERR msetex internal error`, wherever it happened.)
 
 use crate::server::Wording;
 use crate::syntax::{ParseError, Syntax, Undeclared};
@@ -37,7 +41,7 @@ impl From<ParseError> for Refusal {
     }
 }
 
-/// The step at which a call stopped after its first write.
+/// The step at which a call stopped once writing had begun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abort(pub &'static str);
 

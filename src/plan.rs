@@ -143,13 +143,25 @@ pub fn plan(
     };
 
     let replicated_form = syntax.replicated_form(options.default_name());
-    let sent = match replicated_form {
-        ReplicatedForm::Apply => format!("{name}.apply"),
-        ReplicatedForm::Builtin => name.to_owned(),
+    let module = Module {
+        name: name.to_owned(),
+        name_c: c_name("")?,
+        syntax,
+        replicate: options.replicate,
+        acl: AclCheck::Unavailable,
+        cluster: environment.cluster,
+        counter_c: name_of(Role::ChangesCounter),
+        apply_c: c_name(".apply")?,
+        replicated_form,
+        unroutable_c: name_of(Role::Unroutable),
+        profile: profile.clone(),
     };
     let mut notes: Vec<String> = options
         .replicate
-        .load_note(&sent, replicated_form == ReplicatedForm::Builtin)
+        .load_note(
+            &module.replicated_name().to_string_lossy(),
+            replicated_form == ReplicatedForm::Builtin,
+        )
         .into_iter()
         .collect();
     if by_specs {
@@ -172,19 +184,6 @@ pub fn plan(
         .flatten()
         .map(|command| (command, missing_command(command, command != c"MSET")))
         .collect();
-    let module = Module {
-        name: name.to_owned(),
-        name_c: c_name("")?,
-        syntax,
-        replicate: options.replicate,
-        acl: AclCheck::Unavailable,
-        cluster: environment.cluster,
-        counter_c: name_of(Role::ChangesCounter),
-        apply_c: c_name(".apply")?,
-        replicated_form,
-        unroutable_c: name_of(Role::Unroutable),
-        profile: profile.clone(),
-    };
     Ok(Plan::Register(Box::new(Registrations {
         needed,
         atomic_slot_migration: profile.atomic_slot_migration,

@@ -235,11 +235,12 @@ pub fn run_count(groups: &[Vec<Setup>], servers: &[Target], options: &Options) -
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use msetex_harness::Product;
 
-    fn server(product: Product, version: (u32, u32, u32)) -> Target {
+    /// A server of this product and version, for the tests.
+    pub(crate) fn server(product: Product, version: (u32, u32, u32)) -> Target {
         Target {
             binary: "redis-server".into(),
             product,

@@ -27,17 +27,19 @@ pub fn record_result(test: &str, figures: &str) {
     let Some(path) = std::env::var_os("MSETEX_RESULTS") else {
         return;
     };
-    let line = format!("| {test} | {figures} |\n");
+    append(&path, &format!("| {test} | {figures} |\n"), "a result");
+}
+
+/// Appends `line` to the file at `path`; a failure is reported on stderr
+/// (it loses `what`, it fails no test).
+fn append(path: &std::ffi::OsStr, line: &str, what: &str) {
     let written = fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
+        .open(path)
         .and_then(|mut file| file.write_all(line.as_bytes()));
     if let Err(e) = written {
-        eprintln!(
-            "cannot record a result in {}: {e}",
-            Path::new(&path).display()
-        );
+        eprintln!("cannot record {what} in {}: {e}", Path::new(path).display());
     }
 }
 
@@ -63,17 +65,7 @@ pub fn skip_unless(supported: bool, reason: &str) -> bool {
     let line = format!("{test}\t{}\t{reason}\n", target().describe());
     eprintln!("SKIPPED {test} on {}: {reason}", target().describe());
     if let Some(path) = std::env::var_os("MSETEX_SKIPS") {
-        let written = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| file.write_all(line.as_bytes()));
-        if let Err(e) = written {
-            eprintln!(
-                "cannot record a skip in {}: {e}",
-                Path::new(&path).display()
-            );
-        }
+        append(&path, &line, "a skip");
     }
     true
 }

@@ -390,14 +390,18 @@ fn free_port() -> u16 {
         .expect("bind an ephemeral port")
 }
 
-/// Polls PING until the server answers, exits, or the deadline passes.
+/// Polls PING until the server answers, exits, or the deadline passes. A
+/// server answering on the port is ours only if it reports our child's
+/// process id: another test's server may have taken the port between
+/// [`free_port`] and our bind (ours then exits with "Address already in
+/// use", which the caller retries).
 fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), String> {
     let deadline = Instant::now() + START_DEADLINE;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("exited during start-up ({status})"));
         }
-        if ping(port) {
+        if ping(port) && process_id(port) == Some(child.id()) {
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -405,6 +409,18 @@ fn wait_until_ready(child: &mut Child, port: u16) -> Result<(), String> {
         }
         sleep(Duration::from_millis(20));
     }
+}
+
+/// The `process_id` that the server on `port` reports in `INFO server`.
+fn process_id(port: u16) -> Option<u32> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .ok()?;
+    let info: String = redis::cmd("INFO").arg("server").query(&mut con).ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("process_id:"))
+        .and_then(|pid| pid.trim().parse().ok())
 }
 
 /// True when the server answers `+PONG` (not `-LOADING`).

@@ -1,6 +1,6 @@
 //! The pure parts of the 7.0 ACL translation. Whether the server then
 //! decides as Redis 7.2 does is tested against a real 7.2 server
-//! (tests/acl.rs); these tests pin the string handling.
+//! (tests/it/acl.rs); these tests pin the string handling.
 
 use super::*;
 

@@ -250,6 +250,9 @@ pub(super) unsafe extern "C" fn info_section<I: InfoSection>(
         // SAFETY: ctx is the INFO context the server passed in; a NULL name
         // makes the section the module's own ("msetex").
         unsafe { (api.info_add_section)(ctx, std::ptr::null()) };
+        // The add calls fail only outside an INFO callback or for a field
+        // of no section, neither of which can happen here: nothing to do
+        // with their status.
         for (name, value) in I::fields(aof) {
             // SAFETY: as above; the strings are NUL-terminated and copied.
             unsafe {

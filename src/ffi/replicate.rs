@@ -35,7 +35,7 @@ pub(super) unsafe extern "C" fn changes_entry(
     let count = call.arg(unsafe { *argv.add(1) });
     let count = std::str::from_utf8(count.bytes())
         .ok()
-        .and_then(|text| text.parse::<u32>().ok())
+        .and_then(|text| text.parse::<u64>().ok())
         .unwrap_or(0);
     for _ in 0..count {
         // SAFETY: ctx is this call's context; always returns OK.

@@ -14,9 +14,10 @@
 //! [`Request`], errors, options, integers): `options.rs`; the module's own
 //! replication command, which serves both: `apply.rs`.
 //!
-//! Pure functions over byte slices: no Redis types, no allocation on the
-//! call path, so the grammars are unit- and property-tested without a
-//! server.
+//! Pure functions over byte slices: no Redis types, and no allocation when
+//! a call is parsed (packing the TTL form's options, in the command filter,
+//! builds one argument), so the grammars are unit- and property-tested
+//! without a server.
 
 use std::ffi::CStr;
 use std::ops::Range;

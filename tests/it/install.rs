@@ -90,6 +90,13 @@ fn dist_tarball_holds_the_release() {
 /// into a real server through the Valkey module path.
 #[test]
 fn the_debian_package_installs_the_module_for_redis_and_valkey() {
+    let has_dpkg = Command::new("dpkg-deb").arg("--version").output().is_ok();
+    if skip_unless(
+        has_dpkg,
+        "make deb needs dpkg-deb (Debian and its derivatives)",
+    ) {
+        return;
+    }
     let dir = TempDir::new("deb");
     let out = make(&["deb-files", &format!("DEBDIR={}", dir.path().display())]);
     let arch = tool("dpkg", &["--print-architecture"]).trim().to_owned();
@@ -148,6 +155,9 @@ fn the_debian_package_installs_the_module_for_redis_and_valkey() {
             .to_owned()
     };
     assert!(entry("usr/lib/msetex/libmsetex.so").starts_with("-rwxr-xr-x"));
+    for line in listing.lines().filter(|line| line.starts_with('d')) {
+        assert!(line.starts_with("drwxr-xr-x root/root"), "{line}");
+    }
     for server in ["redis", "valkey"] {
         let link = entry(&format!("usr/lib/{server}/modules/libmsetex.so"));
         assert!(
@@ -194,6 +204,23 @@ fn the_debian_package_installs_the_module_for_redis_and_valkey() {
             "the {server} sample must only comment:\n{sample}"
         );
     }
+    // The library is the module under test, stripped.
+    let stripped = root.path().join("stripped.so");
+    tool(
+        "strip",
+        &[
+            "--strip-unneeded",
+            "-o",
+            &stripped.to_string_lossy(),
+            &module_path().to_string_lossy(),
+        ],
+    );
+    assert!(
+        std::fs::read(&stripped).expect("stripped module")
+            == std::fs::read(root.path().join("usr/lib/msetex/libmsetex.so")).expect("packaged"),
+        "the package holds another build than {}",
+        module_path().display()
+    );
     let redis_path = root.path().join("usr/lib/redis/modules/libmsetex.so");
     let valkey_path = root.path().join("usr/lib/valkey/modules/libmsetex.so");
     assert_eq!(

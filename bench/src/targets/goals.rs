@@ -320,15 +320,8 @@ impl Goals<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::tests::server;
     use crate::run::experiments::BigCall;
-
-    fn server(product: Product, version: (u32, u32, u32)) -> Target {
-        Target {
-            binary: "redis-server".into(),
-            product,
-            version,
-        }
-    }
 
     fn repository_targets() -> Targets {
         let text = std::fs::read_to_string(super::super::default_path()).unwrap();

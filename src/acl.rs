@@ -18,7 +18,10 @@
 //!   file (loaded after the modules at start-up, or by `ACL LOAD`), and
 //!   users that existed before `MODULE LOAD`. Those are corrected from the
 //!   rules the server keeps ([`correction`]), on the next cron tick, and
-//!   before any MSETEX call runs meanwhile. 7.0 keeps a description rebuilt
+//!   before any MSETEX call runs meanwhile. The filter sees a command when
+//!   it is queued, so an `ACL LOAD` inside MULTI makes the correction due
+//!   again at every `EXEC` until no client is in a transaction
+//!   ([`on_exec`]). 7.0 keeps a description rebuilt
 //!   from the bitmap rather than the rules as written, which is exact
 //!   unless a category rule came after an explicit grant or denial of
 //!   MSETEX in the same line (README, *Security*).
@@ -27,7 +30,8 @@
 //!   (`ACLDescribeSelectorCommandRules`), so the bits go back to the base
 //!   first ([`Goal::Unloadable`]).
 //!
-//! Pure functions over strings; the state is two flags and a set of names.
+//! Pure functions over strings; the state is three flags and the rules set
+//! since a correction became due.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -529,12 +533,47 @@ static LATER: Mutex<Option<RulesByUser>> = Mutex::new(None);
 /// Rules (each an argument of `ACL SETUSER`) by user name.
 type RulesByUser = HashMap<Vec<u8>, Vec<Vec<u8>>>;
 
+/// True from an `ACL LOAD` seen by the filter until a cron tick finds no
+/// client in a transaction: the filter sees a command when it is queued, so
+/// a queued `ACL LOAD` runs at some later `EXEC`, which makes a correction
+/// due again ([`on_exec`]).
+static LOAD_MAY_BE_QUEUED: AtomicBool = AtomicBool::new(false);
+
 /// Users may hold untranslated rules (module loaded, ACL LOAD seen).
 pub fn set_pending() {
     if let Ok(mut later) = LATER.lock() {
         *later = None;
     }
     PENDING.store(true, Ordering::Relaxed);
+}
+
+/// `EXEC` is about to run: if it may hold an `ACL LOAD`, the users it
+/// loads need a correction once it has run (before any MSETEX after it,
+/// inside the transaction too). The rules remembered since stay.
+pub fn on_exec() {
+    if LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed) {
+        PENDING.store(true, Ordering::Relaxed);
+    }
+}
+
+/// True while an `ACL LOAD` may wait in a transaction.
+pub fn load_may_be_queued() -> bool {
+    LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed)
+}
+
+/// No client is in a transaction: no `ACL LOAD` can be queued any more.
+pub fn no_load_queued() {
+    LOAD_MAY_BE_QUEUED.store(false, Ordering::Relaxed);
+}
+
+/// Whether `CLIENT LIST` output (one client a line, `flags=...` among its
+/// fields) shows a client inside MULTI (flag `x`).
+pub fn some_client_in_multi(client_list: &str) -> bool {
+    client_list.lines().any(|line| {
+        line.split(' ')
+            .find_map(|field| field.strip_prefix("flags="))
+            .is_some_and(|flags| flags.contains('x'))
+    })
 }
 
 /// True while a correction is due.
@@ -583,6 +622,7 @@ pub enum AclCommand {
 pub fn acl_command(args: &[&[u8]], name: &str) -> AclCommand {
     let sub = args.get(1).copied().unwrap_or_default();
     if sub.eq_ignore_ascii_case(b"LOAD") {
+        LOAD_MAY_BE_QUEUED.store(true, Ordering::Relaxed);
         return AclCommand::Load;
     }
     if sub.eq_ignore_ascii_case(b"DELUSER") {

@@ -261,6 +261,9 @@ pub enum Seen {
     Other,
     /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
     ReplicationHandshake,
+    /// EXEC where ACL rules are translated: it may run a queued `ACL LOAD`
+    /// (see `acl::on_exec`).
+    Exec,
     /// A command the filter may rewrite: MSETEX or COMMAND (which may ask
     /// for MSETEX's keys) where the TTL form's options must be packed
     /// before the server reads keys, ACL on Redis 7.0 (see `acl`).
@@ -283,6 +286,11 @@ pub fn seen(name: &[u8]) -> Seen {
         }
         Some(module) if module.acl == AclCheck::Translated && name.eq_ignore_ascii_case(b"ACL") => {
             Seen::Rewrite
+        }
+        Some(module)
+            if module.acl == AclCheck::Translated && name.eq_ignore_ascii_case(b"EXEC") =>
+        {
+            Seen::Exec
         }
         _ => Seen::Other,
     }

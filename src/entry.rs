@@ -214,6 +214,10 @@ impl ffi::Hooks for Hooks {
                 replication::on_listener_may_appear();
                 false
             }
+            command::Seen::Exec => {
+                acl::on_exec();
+                false
+            }
             command::Seen::Rewrite => true,
         }
     }

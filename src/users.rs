@@ -122,11 +122,23 @@ fn described_user(reply: &CallValue) -> Option<(String, Vec<acl::Selector>)> {
     Some((root, selectors))
 }
 
-/// Cron tick: corrections due since the module loaded or an ACL LOAD.
+/// Cron tick: corrections due since the module loaded or an ACL LOAD; and
+/// once no client is in a transaction, no `ACL LOAD` can wait in one.
 pub fn on_cron(ctx: &Ctx<'_>) {
-    if let Some(module) = config::get() {
-        if module.acl == AclCheck::Translated && acl::pending() {
-            correct(ctx, module, acl::Goal::Like72);
+    let Some(module) = config::get() else {
+        return;
+    };
+    if module.acl != AclCheck::Translated {
+        return;
+    }
+    if acl::pending() {
+        correct(ctx, module, acl::Goal::Like72);
+    }
+    if acl::load_may_be_queued() {
+        if let Some(CallValue::Text(list)) = ctx.call(c"CLIENT", &[b"LIST"]) {
+            if !acl::some_client_in_multi(&String::from_utf8_lossy(&list)) {
+                acl::no_load_queued();
+            }
         }
     }
 }

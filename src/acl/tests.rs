@@ -309,3 +309,24 @@ fn acl_commands_the_filter_acts_on() {
     assert_eq!(classify(&["ACL", "SETUSER"]), AclCommand::Other);
     assert_eq!(classify(&["ACL", "LIST"]), AclCommand::Other);
 }
+
+#[test]
+fn a_client_inside_multi_is_found_in_client_list() {
+    let line = |flags: &str| {
+        format!(
+            "id=7 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 fd=8 name= age=1 idle=0 flags={flags} db=0 sub=0 psub=0 ssub=0 multi=-1 cmd=client|list user=default"
+        )
+    };
+    assert!(!some_client_in_multi(""));
+    assert!(!some_client_in_multi(&line("N")));
+    assert!(some_client_in_multi(&line("x")));
+    assert!(some_client_in_multi(&format!(
+        "{}\n{}\n",
+        line("N"),
+        line("xP")
+    )));
+    // Another field holding an x is not a flag.
+    assert!(!some_client_in_multi(
+        "id=1 name=xx flags=N cmd=exec user=x\n"
+    ));
+}

@@ -377,6 +377,183 @@ fn redis_7_0_decides_as_redis_7_2_rule_set_by_rule_set() {
     );
 }
 
+/// One change of the user `u`'s rules in [`TIMELINE`]: the ACL file's line
+/// for `u` rewritten first (if any), then admin commands, each run at once
+/// or queued in one MULTI whose EXEC comes after the server's cron has run.
+struct Change {
+    file: Option<&'static str>,
+    commands: &'static [&'static [&'static str]],
+    in_multi: bool,
+}
+
+/// Rule changes one after another, on one server: SETUSER, DELUSER, ACL
+/// LOAD, at once and inside MULTI (where the filter sees a command when it
+/// is queued, long before it runs).
+const TIMELINE: &[Change] = &[
+    Change {
+        file: None,
+        commands: &[&["ACL", "SETUSER", "u", "-@write"]],
+        in_multi: false,
+    },
+    Change {
+        file: None,
+        commands: &[&["ACL", "SETUSER", "u", "+msetex"]],
+        in_multi: false,
+    },
+    Change {
+        file: None,
+        commands: &[
+            &["ACL", "DELUSER", "u"],
+            &[
+                "ACL",
+                "SETUSER",
+                "u",
+                "on",
+                ">pw",
+                "+@all",
+                "-@write",
+                "~*",
+                "(+msetex ~tmp:*)",
+            ],
+        ],
+        in_multi: false,
+    },
+    Change {
+        file: Some("+@all -@write ~*"),
+        commands: &[&["ACL", "LOAD"]],
+        in_multi: true,
+    },
+    Change {
+        file: Some("-@all +msetex ~*"),
+        commands: &[&["ACL", "LOAD"], &["ACL", "SETUSER", "u", "-@write"]],
+        in_multi: true,
+    },
+    Change {
+        file: None,
+        commands: &[&[
+            "ACL", "SETUSER", "u", "reset", "on", ">pw", "+@all", "-@string", "~*",
+        ]],
+        in_multi: true,
+    },
+    Change {
+        file: Some("-@all +@read ~* (+@write ~tmp:*)"),
+        commands: &[&["ACL", "DELUSER", "u"], &["ACL", "LOAD"]],
+        in_multi: true,
+    },
+    Change {
+        file: Some("+@all -@write ~* (+msetex ~tmp:*)"),
+        commands: &[&["ACL", "LOAD"]],
+        in_multi: false,
+    },
+];
+
+/// Applies `change` on `server` (ACL file in `dir`).
+fn apply(server: &Server, acl_file: &std::path::Path, change: &Change) {
+    if let Some(rules) = change.file {
+        std::fs::write(
+            acl_file,
+            format!("user default on nopass ~* &* +@all\nuser u on >pw {rules}\n"),
+        )
+        .expect("write the ACL file");
+    }
+    let mut admin = server.client();
+    if change.in_multi {
+        q::<(), _>(&mut admin, &["MULTI"]);
+    }
+    for command in change.commands {
+        q::<Value, _>(&mut admin, command);
+    }
+    if change.in_multi {
+        // hz 100: some 30 cron ticks run while the commands wait.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let replies: Vec<Value> = q(&mut admin, &["EXEC"]);
+        assert_eq!(replies.len(), change.commands.len(), "{replies:?}");
+    }
+}
+
+#[test]
+fn redis_7_0_follows_rule_changes_at_once_as_redis_7_2() {
+    let oracle = targets_at(&[shared_servers_dir()
+        .join("redis-7.2.6/redis-server")
+        .display()
+        .to_string()]);
+    if skip_unless(
+        target().product == Product::Redis && target().version.0 == 7 && target().version.1 == 0,
+        "the module emulates Redis 7.2's ACL categories on Redis 7.0 only",
+    ) || skip_unless(
+        !oracle.is_empty(),
+        "needs Redis 7.2.6 (../shared/servers) as the oracle",
+    ) {
+        return;
+    }
+    let oracle: &'static Target = Box::leak(Box::new(oracle[0].clone()));
+    let start = |binary: &'static Target| {
+        let dir = TempDir::new("acl-timeline");
+        let file = dir.path().join("users.acl");
+        std::fs::write(
+            &file,
+            "user default on nopass ~* &* +@all\nuser u on >pw +@all ~*\n",
+        )
+        .expect("write the ACL file");
+        let config = ServerConfig::default()
+            .binary(binary)
+            .line("hz 100")
+            .line(&format!("aclfile {}", file.display()));
+        (Server::start_with(config, dir), file)
+    };
+    let (ours, ours_file) = start(target());
+    let (theirs, theirs_file) = start(oracle);
+    let mut differences = Vec::new();
+    let mut compared = 0;
+    for (step, change) in TIMELINE.iter().enumerate() {
+        apply(&ours, &ours_file, change);
+        apply(&theirs, &theirs_file, change);
+        // DELUSER and ACL LOAD may close the user's connections.
+        let login = |server: &Server| {
+            let mut user = server.client();
+            q::<(), _>(&mut user, &["AUTH", "u", "pw"]);
+            user
+        };
+        let (mut ours_admin, mut theirs_admin) = (ours.client(), theirs.client());
+        let step = format!(
+            "step {step} ({:?}, file {:?}, in MULTI: {})",
+            change.commands, change.file, change.in_multi
+        );
+        // At once: never a write that 7.2 refuses. (Right after an ACL
+        // LOAD, until the module has corrected the loaded users, 7.0 itself
+        // may refuse a call 7.2 allows: README, Security.)
+        let (mut ours_user, mut theirs_user) = (login(&ours), login(&theirs));
+        for call in CALLS {
+            let a = outcome(&mut ours_admin, &mut ours_user, call);
+            let b = outcome(&mut theirs_admin, &mut theirs_user, call);
+            if a.0 == "Okay" && b.0 != "Okay" {
+                differences.push(format!("{step} {call:?} at once: 7.0 {a:?}, 7.2 {b:?}"));
+            }
+        }
+        // Once corrected: the same outcome, call by call.
+        let corrected = eventually(std::time::Duration::from_secs(10), || {
+            info_field(&mut ours_admin, "msetex", "msetex_acl").as_deref() == Some("translated")
+        });
+        assert!(corrected, "{step}: never corrected:\n{}", ours.log());
+        let (mut ours_user, mut theirs_user) = (login(&ours), login(&theirs));
+        for call in CALLS {
+            let a = outcome(&mut ours_admin, &mut ours_user, call);
+            let b = outcome(&mut theirs_admin, &mut theirs_user, call);
+            if a != b {
+                differences.push(format!("{step} {call:?}: 7.0 {a:?}, 7.2 {b:?}"));
+            }
+            compared += 1;
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} of {compared} calls differ:\n{}\n7.0 log:\n{}",
+        differences.len(),
+        differences.join("\n"),
+        ours.log()
+    );
+}
+
 #[test]
 fn module_unload_leaves_acl_rules_the_server_can_describe() {
     // Redis 7.0 panics describing a user whose bit for a removed command

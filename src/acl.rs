@@ -16,26 +16,24 @@
 //!   category to MSETEX. The bit then ends as 7.2 leaves it.
 //! - **Rules the filter never sees**: users of redis.conf and of the ACL
 //!   file (loaded after the modules at start-up, or by `ACL LOAD`), and
-//!   users that existed before `MODULE LOAD`. Those are corrected from the
-//!   rules the server keeps ([`correction`]), on the next cron tick, and
-//!   before any MSETEX call runs meanwhile. The filter sees a command when
-//!   it is queued, so an `ACL LOAD` inside MULTI makes the correction due
-//!   again at every `EXEC` until no client is in a transaction
-//!   ([`on_exec`]). 7.0 keeps a description rebuilt
-//!   from the bitmap rather than the rules as written, which is exact
-//!   unless a category rule came after an explicit grant or denial of
-//!   MSETEX in the same line (README, *Security*).
+//!   users that existed before `MODULE LOAD`. Those are corrected from their
+//!   rules as written, where the server still holds exactly what they give,
+//!   else from the rules the server describes ([`wanted_permissions`],
+//!   [`correction`]). What the filter sees of `ACL LOAD` (sent by anyone,
+//!   perhaps refused, perhaps queued) only says when to read from the
+//!   server whether one succeeded (see "When to correct"). 7.0 keeps a
+//!   description rebuilt from the bitmap rather than the rules as written,
+//!   which is exact unless a category rule came after an explicit grant or
+//!   denial of MSETEX (README, *Security*).
 //! - **MODULE UNLOAD**: 7.0 panics describing a user whose bit for a
 //!   removed command differs from its `+@all` / `-@all` base
 //!   (`ACLDescribeSelectorCommandRules`), so the bits go back to the base
 //!   first ([`Goal::Unloadable`]).
 //!
-//! Pure functions over strings; the state is three flags and the rules set
-//! since a correction became due.
+//! Pure functions over strings; the state is a few flags and the count of
+//! successful `ACL LOAD`s last read.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// The categories MSETEX belongs to on Redis 7.2+ (`syntax::ACL_CATEGORIES`).
 const CATEGORIES: [&str; 3] = ["write", "string", "slow"];
@@ -77,12 +75,18 @@ pub fn translate_setuser(ops: &[&[u8]], name: &str) -> Option<Vec<Vec<u8>>> {
 
 /// `+` or `-` when `op` is `±@write`, `±@string` or `±@slow` (any case).
 fn category_rule(op: &[u8]) -> Option<u8> {
-    let (&sign, rest) = op.split_first()?;
+    let (&sign, rest) = c_str(op).split_first()?;
     let category = rest.strip_prefix(b"@")?;
     let ours = CATEGORIES
         .iter()
         .any(|c| c.as_bytes().eq_ignore_ascii_case(category));
     (ours && (sign == b'+' || sign == b'-')).then_some(sign)
+}
+
+/// An operation as the server compares it with names (`strcasecmp`): up
+/// to its first NUL byte.
+fn c_str(op: &[u8]) -> &[u8] {
+    op.split(|b| *b == 0).next().unwrap_or_default()
 }
 
 fn is_selector(op: &[u8]) -> bool {
@@ -335,9 +339,9 @@ pub fn permissions(ops: &[&[u8]], name: &str, categories: bool) -> Option<Vec<Pe
                 apply_rule(&mut selector, &rule, name, categories);
             }
             selectors.push(selector);
-        } else if op.eq_ignore_ascii_case(b"reset") {
+        } else if c_str(&op).eq_ignore_ascii_case(b"reset") {
             selectors = vec![empty()];
-        } else if op.eq_ignore_ascii_case(b"clearselectors") {
+        } else if c_str(&op).eq_ignore_ascii_case(b"clearselectors") {
             selectors.truncate(1);
         } else if let Some(root) = selectors.first_mut() {
             apply_rule(root, &op, name, categories);
@@ -352,7 +356,7 @@ fn apply_rule(permission: &mut Permission, rule: &[u8], name: &str, categories: 
         permission.allowed = allowed;
         permission.first_args.clear();
     };
-    let text = String::from_utf8_lossy(rule);
+    let text = String::from_utf8_lossy(c_str(rule));
     match text.to_ascii_lowercase().as_str() {
         "allcommands" | "+@all" => return set(permission, true),
         "nocommands" | "-@all" => return set(permission, false),
@@ -387,8 +391,8 @@ fn apply_rule(permission: &mut Permission, rule: &[u8], name: &str, categories: 
     }
 }
 
-/// The `user <name> <rules...>` lines of a configuration or ACL file:
-/// each name with its rules, as the server reads the line.
+/// The `user <name> <rules...>` lines of a configuration file: each name
+/// with its rules, as the server reads the line (`sdssplitargs`).
 pub fn user_lines(text: &str) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
     text.lines()
         .filter_map(|line| {
@@ -400,6 +404,27 @@ pub fn user_lines(text: &str) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
             }
             let user = words.next()?;
             Some((user, words.collect()))
+        })
+        .collect()
+}
+
+/// The users of an ACL file (`aclfile`), read as the server reads them
+/// (`ACLLoadFromFile`): each line trimmed, split on single spaces with no
+/// quoting, `user` (in lower case) then the name and the rules, each rule
+/// trimmed of tabs and line ends.
+pub fn acl_file_users(text: &str) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+    text.split('\n')
+        .filter_map(|line| {
+            let line = line.trim_matches([' ', '\t', '\r', '\n']);
+            let mut words = line.split(' ');
+            if words.next()? != "user" {
+                return None;
+            }
+            let user = words.next()?.as_bytes().to_vec();
+            let rules = words
+                .map(|rule| rule.trim_matches(['\t', '\r', '\n']).as_bytes().to_vec())
+                .collect();
+            Some((user, rules))
         })
         .collect()
 }
@@ -477,41 +502,31 @@ pub fn correction(
 
 /// The permissions a correction gives a user described by `root` and
 /// `selectors`, for `goal`:
-/// - where its rules are known whole (`later` holds a `reset`: the rules
-///   since it), theirs;
-/// - else where the rules `written` for it (its line in the ACL file or
-///   redis.conf) followed by `later` still are what the server applied
-///   (their 7.0 reading gives the user's present bits in every selector),
-///   theirs;
+/// - where `written` holds the user's rules as written (its line in the ACL
+///   file or redis.conf) and the caller found that the server holds exactly
+///   what they give on 7.0 (see `users::verified_rules`), their 7.2 reading
+///   (checked once more here: their 7.0 reading must give the present bits);
 /// - else what the description gives: exact unless a category rule came
-///   after an explicit grant or denial of MSETEX (the server keeps no more).
+///   after an explicit grant or denial of MSETEX, or a category is
+///   described command by command (the server keeps no more).
 pub fn wanted_permissions(
     root: &str,
     selectors: &[Selector],
     name: &str,
     goal: Goal,
     written: Option<&[Vec<u8>]>,
-    later: &[Vec<u8>],
 ) -> Vec<Permission> {
     let described = std::iter::once(root).chain(selectors.iter().map(|s| s.commands.as_str()));
-    if goal == Goal::Like72 {
-        let reset = later
-            .iter()
-            .rposition(|op| op.eq_ignore_ascii_case(b"reset"));
-        let rules: Option<Vec<&[u8]>> = match (reset, written) {
-            (Some(at), _) => Some(later.iter().skip(at).map(Vec::as_slice).collect()),
-            (None, Some(written)) => {
-                let all: Vec<&[u8]> = written.iter().chain(later).map(Vec::as_slice).collect();
-                let now: Vec<Permission> = described
-                    .clone()
-                    .map(|commands| permission(commands, name, false))
-                    .collect();
-                (permissions(&all, name, false).as_ref() == Some(&now)).then_some(all)
+    if let (Goal::Like72, Some(written)) = (goal, written) {
+        let rules: Vec<&[u8]> = written.iter().map(Vec::as_slice).collect();
+        let now: Vec<Permission> = described
+            .clone()
+            .map(|commands| permission(commands, name, false))
+            .collect();
+        if permissions(&rules, name, false).as_ref() == Some(&now) {
+            if let Some(like72) = permissions(&rules, name, true) {
+                return like72;
             }
-            (None, None) => None,
-        };
-        if let Some(like72) = rules.and_then(|rules| permissions(&rules, name, true)) {
-            return like72;
         }
     }
     described
@@ -521,39 +536,77 @@ pub fn wanted_permissions(
 
 // ---------------------------------------------------------------------------
 // When to correct
+//
+// The command filter sees a command before the server checks who sends it,
+// and when it is queued in MULTI rather than when it runs: what it sees
+// says when to look, never what the rules are. Whether an `ACL LOAD` ran
+// is read from the server (INFO commandstats); the rules, from the server
+// and the files it read.
 
-/// True while some user may hold rules the filter did not translate.
+/// True while a correction is due: the module loaded (users of redis.conf,
+/// of the ACL file, or from before MODULE LOAD), or an `ACL LOAD` ran.
 static PENDING: AtomicBool = AtomicBool::new(false);
 
-/// While a correction is due: the rules each user got since, through `ACL
-/// SETUSER` (or `reset`, for `ACL DELUSER`), in order. A correction applies
-/// them after the user's written rules.
-static LATER: Mutex<Option<RulesByUser>> = Mutex::new(None);
-
-/// Rules (each an argument of `ACL SETUSER`) by user name.
-type RulesByUser = HashMap<Vec<u8>, Vec<Vec<u8>>>;
+/// True from an `ACL LOAD` (or an EXEC that may run one) seen by the filter
+/// until the module next reads whether one ran.
+static LOAD_HINT: AtomicBool = AtomicBool::new(false);
 
 /// True from an `ACL LOAD` seen by the filter until a cron tick finds no
-/// client in a transaction: the filter sees a command when it is queued, so
-/// a queued `ACL LOAD` runs at some later `EXEC`, which makes a correction
-/// due again ([`on_exec`]).
+/// client in a transaction: a queued `ACL LOAD` runs at some later EXEC.
 static LOAD_MAY_BE_QUEUED: AtomicBool = AtomicBool::new(false);
 
-/// Users may hold untranslated rules (module loaded, ACL LOAD seen).
-pub fn set_pending() {
-    if let Ok(mut later) = LATER.lock() {
-        *later = None;
-    }
-    PENDING.store(true, Ordering::Relaxed);
+/// The successful `ACL LOAD`s the server had counted when last read;
+/// [`NOT_READ`] before the first reading.
+static LOADS_SEEN: AtomicI64 = AtomicI64::new(NOT_READ);
+const NOT_READ: i64 = i64::MIN;
+
+/// True once the module could not list the users (`ACL` renamed or
+/// disabled): nothing is corrected, rules reach MSETEX by name only.
+static UNREADABLE: AtomicBool = AtomicBool::new(false);
+
+/// The users cannot be read: stop trying (the caller logs it once).
+/// Returns whether this is news.
+pub fn users_unreadable() -> bool {
+    PENDING.store(false, Ordering::Relaxed);
+    !UNREADABLE.swap(true, Ordering::Relaxed)
 }
 
-/// `EXEC` is about to run: if it may hold an `ACL LOAD`, the users it
-/// loads need a correction once it has run (before any MSETEX after it,
-/// inside the transaction too). The rules remembered since stay.
-pub fn on_exec() {
-    if LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed) {
+/// See [`users_unreadable`].
+pub fn unreadable() -> bool {
+    UNREADABLE.load(Ordering::Relaxed)
+}
+
+/// A correction is due (the module loaded, or an `ACL LOAD` ran).
+pub fn set_pending() {
+    if !unreadable() {
         PENDING.store(true, Ordering::Relaxed);
     }
+}
+
+/// True while a correction is due.
+pub fn pending() -> bool {
+    PENDING.load(Ordering::Relaxed)
+}
+
+/// A correction covered every user.
+pub fn corrected() {
+    PENDING.store(false, Ordering::Relaxed);
+}
+
+/// EXEC is about to run: if it may hold an `ACL LOAD`, look again once it
+/// has run (before any MSETEX after it).
+pub fn on_exec() {
+    if LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed) {
+        LOAD_HINT.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether to read now if an `ACL LOAD` ran: after the filter saw one (or
+/// an EXEC that may run one), and inside a transaction while one may be
+/// queued in it (`in_multi`). Clears the hint.
+pub fn load_check_due(in_multi: bool) -> bool {
+    LOAD_HINT.swap(false, Ordering::Relaxed)
+        || (in_multi && LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed))
 }
 
 /// True while an `ACL LOAD` may wait in a transaction.
@@ -566,6 +619,27 @@ pub fn no_load_queued() {
     LOAD_MAY_BE_QUEUED.store(false, Ordering::Relaxed);
 }
 
+/// Records `successes`, the successful `ACL LOAD`s the server counts now;
+/// true when that differs from the last reading (one ran since, or the
+/// counters were reset: either way the users are read again).
+pub fn loads_counted(successes: i64) -> bool {
+    let before = LOADS_SEEN.swap(successes, Ordering::Relaxed);
+    before != NOT_READ && before != successes
+}
+
+/// Successful calls in an INFO commandstats value
+/// (`calls=3,usec=20,usec_per_call=6.67,rejected_calls=0,failed_calls=1`):
+/// the calls that ran, less those that failed. Rejected calls never ran.
+pub fn successful_calls(cmdstat: &str) -> Option<i64> {
+    let field = |name: &str| {
+        cmdstat.split(',').find_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            (key == name).then(|| value.parse::<i64>().ok()).flatten()
+        })
+    };
+    Some(field("calls")? - field("failed_calls").unwrap_or(0))
+}
+
 /// Whether `CLIENT LIST` output (one client a line, `flags=...` among its
 /// fields) shows a client inside MULTI (flag `x`).
 pub fn some_client_in_multi(client_list: &str) -> bool {
@@ -574,38 +648,6 @@ pub fn some_client_in_multi(client_list: &str) -> bool {
             .find_map(|field| field.strip_prefix("flags="))
             .is_some_and(|flags| flags.contains('x'))
     })
-}
-
-/// True while a correction is due.
-pub fn pending() -> bool {
-    PENDING.load(Ordering::Relaxed)
-}
-
-/// A correction covered every user.
-pub fn corrected() {
-    if let Ok(mut later) = LATER.lock() {
-        *later = None;
-    }
-    PENDING.store(false, Ordering::Relaxed);
-}
-
-/// `user` is about to get `ops`: remembered while a correction is due.
-fn remember(user: &[u8], ops: &[&[u8]]) {
-    if !pending() {
-        return;
-    }
-    if let Ok(mut later) = LATER.lock() {
-        let rules = later
-            .get_or_insert_with(HashMap::new)
-            .entry(user.to_vec())
-            .or_default();
-        rules.extend(ops.iter().map(|op| op.to_vec()));
-    }
-}
-
-/// The rules `user` got since the correction became due, if any.
-pub fn later_rules(user: &[u8]) -> Option<Vec<Vec<u8>>> {
-    LATER.lock().ok()?.as_ref()?.get(user).cloned()
 }
 
 /// What the command filter does with an `ACL ...` command.
@@ -622,22 +664,16 @@ pub enum AclCommand {
 pub fn acl_command(args: &[&[u8]], name: &str) -> AclCommand {
     let sub = args.get(1).copied().unwrap_or_default();
     if sub.eq_ignore_ascii_case(b"LOAD") {
+        LOAD_HINT.store(true, Ordering::Relaxed);
         LOAD_MAY_BE_QUEUED.store(true, Ordering::Relaxed);
         return AclCommand::Load;
-    }
-    if sub.eq_ignore_ascii_case(b"DELUSER") {
-        for user in args.get(2..).unwrap_or_default() {
-            remember(user, &[b"reset"]);
-        }
-        return AclCommand::Other;
     }
     if !sub.eq_ignore_ascii_case(b"SETUSER") {
         return AclCommand::Other;
     }
-    let (Some(user), Some(ops)) = (args.get(2), args.get(3..)) else {
+    let Some(ops) = args.get(3..) else {
         return AclCommand::Other;
     };
-    remember(user, ops);
     match translate_setuser(ops, name) {
         Some(ops) => AclCommand::SetUser(ops),
         None => AclCommand::Other,

@@ -195,7 +195,13 @@ fn check_acl(
     request: &Request,
     flags: ContextFlags,
 ) -> Result<(), Refusal> {
-    if module.acl != AclCheck::Translated || flags.replicated || flags.loading || !acl::pending() {
+    if module.acl != AclCheck::Translated || flags.replicated || flags.loading {
+        return Ok(());
+    }
+    if acl::load_check_due(flags.multi) {
+        users::check_loads();
+    }
+    if !acl::pending() {
         return Ok(());
     }
     users::correct(ctx, module, acl::Goal::Like72);
@@ -317,10 +323,7 @@ pub fn rewrite(args: &[&[u8]]) -> Option<ArgsChange> {
                 replaced: args.len().saturating_sub(3),
                 with: ops,
             }),
-            acl::AclCommand::Load => {
-                acl::set_pending();
-                None
-            }
+            acl::AclCommand::Load => None,
             acl::AclCommand::Other => None,
         };
     }

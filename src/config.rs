@@ -79,6 +79,7 @@ impl Module {
     pub fn acl_label(&self) -> &'static CStr {
         match self.acl {
             AclCheck::ByServer => c"categories",
+            AclCheck::Translated if crate::acl::unreadable() => c"by-name",
             AclCheck::Translated if crate::acl::pending() => c"correcting",
             AclCheck::Translated => c"translated",
             AclCheck::Unavailable => c"by-name",

@@ -97,9 +97,18 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     if acl == AclCheck::Translated {
         // Users defined before (or loaded after) the module hold rules the
         // command filter never saw: corrected before MSETEX first runs.
+        // From now on, a successful ACL LOAD makes a correction due.
         acl::set_pending();
+        users::check_loads();
     }
     let watching = ffi::watch::<Hooks>(raw);
+    if acl == AclCheck::Translated && !ffi::watch_before_sleep::<Hooks>(raw) {
+        ffi::log(
+            raw,
+            LogLevel::Warning,
+            "no event loop event: an ACL LOAD is corrected on the next cron tick or before MSETEX runs",
+        );
+    }
     replication::set_watching(watching && plan.shortcut_allowed);
     if !watching {
         ffi::log(
@@ -236,6 +245,10 @@ impl ffi::Hooks for Hooks {
             ReplicationInfo::from_fields(&fields)
         });
         users::on_cron(ctx);
+    }
+
+    fn before_sleep(ctx: &Ctx<'_>) {
+        users::before_sleep(ctx);
     }
 }
 

@@ -2,41 +2,66 @@
 //! have no ACL categories: correcting the rules the server keeps, with the
 //! pure decisions of `acl`, and deciding whether MODULE UNLOAD may go ahead.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use crate::acl;
 use crate::config::{self, AclCheck, Module};
 use crate::ffi::{self, CallValue, Ctx};
 
 /// Gives every user MSETEX's permission as `goal` says, from the rules the
-/// server keeps (`ACL GETUSER`), with `ACL SETUSER` run by the module
-/// (which the filter leaves alone), taking the rules set since into account
-/// (see [`acl::wanted_permissions`]). Returns whether every user could be
+/// server keeps (`ACL GETUSER`) and, where the server holds exactly what
+/// they give, the rules as written in the file it read them from (see
+/// [`acl::wanted_permissions`]), with `ACL SETUSER` run by the module (which
+/// the filter leaves alone). Returns whether every user could be
 /// corrected; failures are logged.
 pub fn correct(ctx: &Ctx<'_>, module: &Module, goal: acl::Goal) -> bool {
     let Some(CallValue::Array(users)) = ctx.call(c"ACL", &[b"USERS"]) else {
-        ctx.log_warning("msetex: ACL USERS failed: MSETEX permissions not corrected");
+        if acl::users_unreadable() {
+            ctx.log_warning(
+                "msetex: ACL USERS failed (ACL renamed or disabled?): MSETEX permissions are not \
+                 corrected; category rules do not reach MSETEX, grant or deny it by name",
+            );
+        }
         return false;
     };
-    let written = written_users(ctx);
+    let written = match goal {
+        acl::Goal::Like72 => written_users(ctx),
+        acl::Goal::Unloadable => Vec::new(),
+    };
+    // A user of that name would be the operator's: never touched.
+    let probe_free = !users
+        .iter()
+        .any(|user| matches!(user, CallValue::Text(name) if name == PROBE));
     let mut all = true;
     for user in users {
         let CallValue::Text(name) = user else {
             continue;
         };
-
         let described = ctx
             .call(c"ACL", &[b"GETUSER", &name])
             .and_then(|reply| described_user(&reply));
-        let Some((root, selectors)) = described else {
+        let Some(described) = described else {
             all = false;
             continue;
         };
         let rules = written
             .iter()
             .find(|(user, _)| *user == name)
-            .map(|(_, rules)| rules.as_slice());
-        let later = acl::later_rules(&name).unwrap_or_default();
-        let wanted = acl::wanted_permissions(&root, &selectors, &module.name, goal, rules, &later);
-        let Some(ops) = acl::correction(&root, &selectors, &module.name, &wanted) else {
+            .map(|(_, rules)| rules.as_slice())
+            .filter(|rules| probe_free && holds_exactly(ctx, &described, rules));
+        let wanted = acl::wanted_permissions(
+            &described.root.commands,
+            &described.selectors,
+            &module.name,
+            goal,
+            rules,
+        );
+        let Some(ops) = acl::correction(
+            &described.root.commands,
+            &described.selectors,
+            &module.name,
+            &wanted,
+        ) else {
             continue;
         };
         let mut setuser: Vec<&[u8]> = vec![b"SETUSER", &name];
@@ -56,6 +81,40 @@ pub fn correct(ctx: &Ctx<'_>, module: &Module, goal: acl::Goal) -> bool {
     all
 }
 
+/// The user the module creates for a moment, where no user has that name,
+/// to see what the server makes of written rules.
+const PROBE: &[u8] = b"msetex:probe";
+
+/// Whether the server holds for a user described as `described` exactly
+/// what `rules` give on this server: a new user given `rules` (by the
+/// module, which the filter leaves alone) is described the same, commands,
+/// keys and channels of every selector. Then the user's rules are still the
+/// ones written (not changed by `ACL SETUSER` since, which the filter
+/// already translated), and their 7.2 reading is the correction.
+fn holds_exactly(ctx: &Ctx<'_>, described: &User, rules: &[Vec<u8>]) -> bool {
+    let mut setuser: Vec<&[u8]> = vec![b"SETUSER", PROBE];
+    setuser.extend(rules.iter().map(Vec::as_slice));
+    let created = matches!(ctx.call(c"ACL", &setuser), Some(CallValue::Text(_)));
+    let probe = created
+        .then(|| ctx.call(c"ACL", &[b"GETUSER", PROBE]))
+        .flatten()
+        .and_then(|reply| described_user(&reply));
+    let _ = ctx.call(c"ACL", &[b"DELUSER", PROBE]);
+    probe.as_ref() == Some(described)
+}
+
+/// Reads (INFO commandstats) whether an `ACL LOAD` ran since the last
+/// reading; if so, a correction is due.
+pub fn check_loads() {
+    let successes = ffi::server_info_fields(c"commandstats", &["cmdstat_acl|load"])
+        .first()
+        .and_then(|(_, value)| acl::successful_calls(value))
+        .unwrap_or(0);
+    if acl::loads_counted(successes) {
+        acl::set_pending();
+    }
+}
+
 /// The users as their rules are written where the server read them: the
 /// ACL file (`aclfile`), or else the `user` lines of redis.conf and the
 /// files it includes (paths with wildcards are not followed). Empty where
@@ -64,7 +123,7 @@ fn written_users(ctx: &Ctx<'_>) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
     let read = |path: &str| std::fs::read_to_string(path).ok();
     if let Some(aclfile) = ctx.config(c"aclfile").filter(|path| !path.is_empty()) {
         return read(&aclfile)
-            .map(|text| acl::user_lines(&text))
+            .map(|text| acl::acl_file_users(&text))
             .unwrap_or_default();
     }
     let mut files: Vec<String> = ffi::server_info_fields(c"server", &["config_file"])
@@ -89,9 +148,17 @@ fn written_users(ctx: &Ctx<'_>) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
     users
 }
 
-/// The root selector's `commands` and the other selectors of an `ACL
-/// GETUSER` reply (RESP2: flat arrays of field and value).
-fn described_user(reply: &CallValue) -> Option<(String, Vec<acl::Selector>)> {
+/// A user as `ACL GETUSER` describes its permissions: the root selector
+/// and the others.
+#[derive(Debug, PartialEq, Eq)]
+struct User {
+    root: acl::Selector,
+    selectors: Vec<acl::Selector>,
+}
+
+/// The selectors of an `ACL GETUSER` reply (RESP2: flat arrays of field and
+/// value).
+fn described_user(reply: &CallValue) -> Option<User> {
     let field = |value: &CallValue, name: &str| -> Option<CallValue> {
         let CallValue::Array(items) = value else {
             return None;
@@ -105,31 +172,35 @@ fn described_user(reply: &CallValue) -> Option<(String, Vec<acl::Selector>)> {
         Some(CallValue::Text(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         _ => None,
     };
-    let root = text(field(reply, "commands"))?;
+    let selector = |value: &CallValue| {
+        Some(acl::Selector {
+            commands: text(field(value, "commands"))?,
+            keys: text(field(value, "keys"))?,
+            channels: text(field(value, "channels"))?,
+        })
+    };
+    let root = selector(reply)?;
     let selectors = match field(reply, "selectors") {
-        Some(CallValue::Array(list)) => list
-            .iter()
-            .map(|selector| {
-                Some(acl::Selector {
-                    commands: text(field(selector, "commands"))?,
-                    keys: text(field(selector, "keys"))?,
-                    channels: text(field(selector, "channels"))?,
-                })
-            })
-            .collect::<Option<Vec<_>>>()?,
+        Some(CallValue::Array(list)) => list.iter().map(selector).collect::<Option<Vec<_>>>()?,
         _ => Vec::new(),
     };
-    Some((root, selectors))
+    Some(User { root, selectors })
 }
 
-/// Cron tick: corrections due since the module loaded or an ACL LOAD; and
-/// once no client is in a transaction, no `ACL LOAD` can wait in one.
+/// Cron tick: whether an `ACL LOAD` ran (when the filter saw one, while
+/// one may wait in a transaction, and every tenth tick), corrections due,
+/// and once no client is in a transaction, no `ACL LOAD` can wait in one.
 pub fn on_cron(ctx: &Ctx<'_>) {
     let Some(module) = config::get() else {
         return;
     };
     if module.acl != AclCheck::Translated {
         return;
+    }
+    static TICKS: AtomicU32 = AtomicU32::new(0);
+    let tenth = TICKS.fetch_add(1, Ordering::Relaxed).is_multiple_of(10);
+    if acl::load_check_due(false) || acl::load_may_be_queued() || tenth {
+        check_loads();
     }
     if acl::pending() {
         correct(ctx, module, acl::Goal::Like72);
@@ -140,6 +211,27 @@ pub fn on_cron(ctx: &Ctx<'_>) {
                 acl::no_load_queued();
             }
         }
+    }
+}
+
+/// Before the server sleeps, after the commands of one event loop iteration
+/// and before their replies go out: if the filter saw an `ACL LOAD` (or an
+/// EXEC that may run one), whether one ran, and the correction that makes
+/// due, so that a client sees its `ACL LOAD` answered only once the loaded
+/// users are corrected.
+pub fn before_sleep(ctx: &Ctx<'_>) {
+    let Some(module) = config::get() else {
+        return;
+    };
+    if module.acl != AclCheck::Translated {
+        return;
+    }
+    if !acl::load_check_due(false) {
+        return;
+    }
+    check_loads();
+    if acl::pending() {
+        correct(ctx, module, acl::Goal::Like72);
     }
 }
 
@@ -167,9 +259,10 @@ pub fn on_unload(ctx: &Ctx<'_>) -> bool {
                 .filter(|name| {
                     ctx.call(c"ACL", &[b"GETUSER", name])
                         .and_then(|reply| described_user(&reply))
-                        .is_some_and(|(root, selectors)| {
+                        .is_some_and(|user| {
                             let names = |rules: &str| acl::names_command(rules, &module.name);
-                            names(&root) || selectors.iter().any(|s| names(&s.commands))
+                            names(&user.root.commands)
+                                || user.selectors.iter().any(|s| names(&s.commands))
                         })
                 })
                 .map(|name| String::from_utf8_lossy(name).into_owned())

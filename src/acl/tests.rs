@@ -161,7 +161,7 @@ fn a_correction_rebuilds_every_selector_when_one_needs_it() {
         channels: String::new(),
     };
     let like72 = |root: &str, selectors: &[Selector]| {
-        wanted_permissions(root, selectors, "msetex", Goal::Like72, None, &[])
+        wanted_permissions(root, selectors, "msetex", Goal::Like72, None)
     };
     let selectors = [selector("-@all +get", "~x")];
     assert_eq!(
@@ -207,47 +207,21 @@ fn rules_as_written_decide_where_the_description_cannot() {
     // written rules say that 7.2 refuses MSETEX there.
     let rules = written("on >pw -@all +msetex -@write ~*");
     assert_eq!(
-        wanted_permissions(
-            "-@all +msetex",
-            &[],
-            "msetex",
-            Goal::Like72,
-            Some(&rules),
-            &[]
-        ),
+        wanted_permissions("-@all +msetex", &[], "msetex", Goal::Like72, Some(&rules)),
         [p(false, &[])]
     );
     assert_eq!(
-        wanted_permissions("-@all +msetex", &[], "msetex", Goal::Like72, None, &[]),
-        [p(true, &[])]
-    );
-    // Rules set since apply after the written ones; a reset starts over.
-    assert_eq!(
-        wanted_permissions(
-            "-@all +msetex",
-            &[],
-            "msetex",
-            Goal::Like72,
-            Some(&rules),
-            &written("+msetex")
-        ),
-        [p(true, &[])]
-    );
-    assert_eq!(
-        wanted_permissions(
-            "+@all -@write",
-            &[],
-            "msetex",
-            Goal::Like72,
-            None,
-            &written("-@write reset +@all -@write +msetex")
-        ),
+        wanted_permissions("-@all +msetex", &[], "msetex", Goal::Like72, None),
         [p(true, &[])]
     );
     // Written rules that the server's present bits contradict (the user was
     // changed since) are not used.
     assert_eq!(
-        wanted_permissions("-@all", &[], "msetex", Goal::Like72, Some(&rules), &[]),
+        wanted_permissions("-@all", &[], "msetex", Goal::Like72, Some(&rules)),
+        [p(false, &[])]
+    );
+    assert_eq!(
+        wanted_permissions("+@all -@write", &[], "msetex", Goal::Like72, Some(&rules)),
         [p(false, &[])]
     );
     let rules = written(
@@ -282,6 +256,60 @@ fn user_and_include_lines() {
         ]
     );
     assert_eq!(include_lines(text), ["/etc/redis/users.conf"]);
+}
+
+#[test]
+fn acl_file_lines_are_split_on_spaces_without_quoting() {
+    // As ACLLoadFromFile: `user` in lower case, single spaces, no quotes.
+    let text = "user u on >pw +@all ~k* ~'x -@write ~y'\r\nUSER other on\n  user v on\t\n";
+    assert_eq!(
+        acl_file_users(text),
+        vec![
+            (
+                b"u".to_vec(),
+                ops(&["on", ">pw", "+@all", "~k*", "~'x", "-@write", "~y'"])
+            ),
+            (b"v".to_vec(), ops(&["on"])),
+        ]
+    );
+    let rules = ops(&["on", ">pw", "+@all", "~k*", "~'x", "-@write", "~y'"]);
+    let views: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
+    assert_eq!(
+        permissions(&views, "msetex", true).map(|p| p[0].allowed),
+        Some(false)
+    );
+}
+
+#[test]
+fn a_nul_byte_ends_a_rule_name_as_in_the_server() {
+    // The server compares rule names as C strings: `-@write\0x` is -@write.
+    let ops_nul = [b"+@all".as_slice(), b"-@write\0x", b"~*"];
+    assert_eq!(
+        permissions(&ops_nul, "msetex", true).map(|p| p[0].allowed),
+        Some(false)
+    );
+    assert_eq!(
+        translate_setuser(&ops_nul, "msetex"),
+        Some(ops(&["+@all", "-@write\0x", "-msetex", "~*"]))
+    );
+    let reset = [b"-@all".as_slice(), b"+@write", b"reset\0", b"+@all"];
+    assert_eq!(
+        permissions(&reset, "msetex", true).map(|p| p[0].allowed),
+        Some(true)
+    );
+}
+
+#[test]
+fn successful_acl_loads_are_read_from_commandstats() {
+    assert_eq!(
+        successful_calls("calls=5,usec=90,usec_per_call=18.00,rejected_calls=3,failed_calls=2"),
+        Some(3)
+    );
+    assert_eq!(
+        successful_calls("calls=1,usec=9,usec_per_call=9.00"),
+        Some(1)
+    );
+    assert_eq!(successful_calls("usec=9"), None);
 }
 
 #[test]

@@ -42,6 +42,10 @@ pub trait Hooks {
     fn on_replication_event();
     /// Every cron tick (`hz` times a second).
     fn on_cron(ctx: &Ctx<'_>);
+    /// Before the server sleeps, after the commands of an event loop
+    /// iteration ran and before their replies are sent (where subscribed,
+    /// see [`super::watch_before_sleep`]).
+    fn before_sleep(ctx: &Ctx<'_>);
 }
 
 /// A value of the module's INFO section.
@@ -96,7 +100,7 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
 pub(super) unsafe extern "C" fn server_event<H: Hooks>(
     ctx: *mut RedisModuleCtx,
     event: raw::RedisModuleEvent,
-    _subevent: u64,
+    subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
     // A panic must not cross into the server.
@@ -104,6 +108,12 @@ pub(super) unsafe extern "C" fn server_event<H: Hooks>(
         if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
             if let Some(ctx) = Ctx::of(ctx) {
                 H::on_cron(&ctx);
+            }
+        } else if event.id == raw::REDISMODULE_EVENT_EVENTLOOP {
+            if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP {
+                if let Some(ctx) = Ctx::of(ctx) {
+                    H::before_sleep(&ctx);
+                }
             }
         } else {
             H::on_replication_event();

@@ -166,6 +166,9 @@ const RULE_SETS: &[&str] = &[
     "-@all +msetex ~* ; -@write",
     "+@all -@write ~* ; +msetex",
     "+@all ~* ; -@string (+@read +msetex ~r:*)",
+    // The server reads a rule name up to a NUL byte.
+    "+@all -@write\0x ~*",
+    "-@all +@write\0x ~*",
 ];
 
 /// Calls, as the user sends them: keys that different selectors allow,
@@ -394,21 +397,29 @@ struct Change {
     file: Option<&'static str>,
     commands: &'static [&'static [&'static str]],
     in_multi: bool,
+    /// Sent by `mallory`, who may not run ACL (the server refuses each
+    /// command, after the module's filter has seen it).
+    by_mallory: bool,
 }
 
 /// Rule changes one after another, on one server: SETUSER, DELUSER, ACL
 /// LOAD, at once and inside MULTI (where the filter sees a command when it
-/// is queued, long before it runs).
+/// is queued, long before it runs); ACL commands the server refuses (sent
+/// by a user without ACL, or an ACL LOAD of a file with an error: the
+/// server keeps its users); an ACL file with quotes, which the server does
+/// not read as quotes.
 const TIMELINE: &[Change] = &[
     Change {
         file: None,
         commands: &[&["ACL", "SETUSER", "u", "-@write"]],
         in_multi: false,
+        by_mallory: false,
     },
     Change {
         file: None,
         commands: &[&["ACL", "SETUSER", "u", "+msetex"]],
         in_multi: false,
+        by_mallory: false,
     },
     Change {
         file: None,
@@ -427,16 +438,19 @@ const TIMELINE: &[Change] = &[
             ],
         ],
         in_multi: false,
+        by_mallory: false,
     },
     Change {
         file: Some("+@all -@write ~*"),
         commands: &[&["ACL", "LOAD"]],
         in_multi: true,
+        by_mallory: false,
     },
     Change {
         file: Some("-@all +msetex ~*"),
         commands: &[&["ACL", "LOAD"], &["ACL", "SETUSER", "u", "-@write"]],
         in_multi: true,
+        by_mallory: false,
     },
     Change {
         file: None,
@@ -444,42 +458,89 @@ const TIMELINE: &[Change] = &[
             "ACL", "SETUSER", "u", "reset", "on", ">pw", "+@all", "-@string", "~*",
         ]],
         in_multi: true,
+        by_mallory: false,
     },
     Change {
         file: Some("-@all +@read ~* (+@write ~tmp:*)"),
         commands: &[&["ACL", "DELUSER", "u"], &["ACL", "LOAD"]],
         in_multi: true,
+        by_mallory: false,
     },
     Change {
         file: Some("+@all -@write ~* (+msetex ~tmp:*)"),
         commands: &[&["ACL", "LOAD"]],
         in_multi: false,
+        by_mallory: false,
+    },
+    Change {
+        file: None,
+        commands: &[
+            &["ACL", "LOAD"],
+            &["ACL", "SETUSER", "u", "reset", "on", ">pw", "+@all", "~*"],
+        ],
+        in_multi: false,
+        by_mallory: true,
+    },
+    Change {
+        file: Some("+@all -@write ~*"),
+        commands: &[&["ACL", "LOAD"], &["ACL", "SETUSER", "u", "+msetex"]],
+        in_multi: false,
+        by_mallory: false,
+    },
+    Change {
+        file: None,
+        commands: &[&["ACL", "LOAD"], &["ACL", "DELUSER", "u"]],
+        in_multi: false,
+        by_mallory: true,
+    },
+    Change {
+        file: Some("+@all -msetex +@write ~*\nuser bad on +@nosuchcategory"),
+        commands: &[&["ACL", "LOAD"]],
+        in_multi: false,
+        by_mallory: false,
+    },
+    Change {
+        file: Some("+@all ~k* ~'x -@write ~y'"),
+        commands: &[&["ACL", "LOAD"]],
+        in_multi: false,
+        by_mallory: false,
     },
 ];
 
-/// Applies `change` on `server` (ACL file in `dir`).
+/// Applies `change` on `server` (ACL file `acl_file`).
 fn apply(server: &Server, acl_file: &std::path::Path, change: &Change) {
     if let Some(rules) = change.file {
-        std::fs::write(
-            acl_file,
-            format!("user default on nopass ~* &* +@all\nuser u on >pw {rules}\n"),
-        )
-        .expect("write the ACL file");
+        std::fs::write(acl_file, format!("{TIMELINE_USERS}user u on >pw {rules}\n"))
+            .expect("write the ACL file");
     }
-    let mut admin = server.client();
+    let mut con = server.client();
+    if change.by_mallory {
+        q::<(), _>(&mut con, &["AUTH", "mallory", "pw"]);
+        for command in change.commands {
+            let refused = raw_command(command).query::<Value>(&mut con).is_err();
+            assert!(refused, "mallory ran {command:?}");
+        }
+        return;
+    }
     if change.in_multi {
-        q::<(), _>(&mut admin, &["MULTI"]);
+        q::<(), _>(&mut con, &["MULTI"]);
     }
     for command in change.commands {
-        q::<Value, _>(&mut admin, command);
+        // An ACL LOAD may fail: then the server keeps its users.
+        let _ = raw_command(command).query::<Value>(&mut con);
     }
     if change.in_multi {
         // hz 100: some 30 cron ticks run while the commands wait.
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let replies: Vec<Value> = q(&mut admin, &["EXEC"]);
+        let replies: Vec<Value> = q(&mut con, &["EXEC"]);
         assert_eq!(replies.len(), change.commands.len(), "{replies:?}");
     }
 }
+
+/// The users of the ACL file besides `u`: the admin, and `mallory`, who
+/// may run anything but ACL.
+const TIMELINE_USERS: &str =
+    "user default on nopass ~* &* +@all\nuser mallory on >pw ~* &* +@all -@admin\n";
 
 #[test]
 fn redis_7_0_follows_rule_changes_at_once_as_redis_7_2() {
@@ -489,11 +550,8 @@ fn redis_7_0_follows_rule_changes_at_once_as_redis_7_2() {
     let start = |binary: &'static Target| {
         let dir = TempDir::new("acl-timeline");
         let file = dir.path().join("users.acl");
-        std::fs::write(
-            &file,
-            "user default on nopass ~* &* +@all\nuser u on >pw +@all ~*\n",
-        )
-        .expect("write the ACL file");
+        std::fs::write(&file, format!("{TIMELINE_USERS}user u on >pw +@all ~*\n"))
+            .expect("write the ACL file");
         let config = ServerConfig::default()
             .binary(binary)
             .line("hz 100")

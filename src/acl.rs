@@ -34,6 +34,7 @@
 //! successful `ACL LOAD`s last read.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Mutex;
 
 /// The categories MSETEX belongs to on Redis 7.2+ (`syntax::ACL_CATEGORIES`).
 const CATEGORIES: [&str; 3] = ["write", "string", "slow"];
@@ -492,19 +493,52 @@ pub fn correction(
                 selector.channels.as_str(),
                 selector.commands.as_str(),
             ];
-            let mut words: Vec<&str> = parts.into_iter().filter(|p| !p.is_empty()).collect();
-            words.extend(fix.iter().map(String::as_str));
+            let mut words: Vec<String> = parts
+                .into_iter()
+                .flat_map(|part| part.split(' '))
+                .filter(|word| !word.is_empty())
+                .map(quoted)
+                .collect();
+            words.extend(fix.iter().cloned());
             ops.push(format!("({})", words.join(" ")));
         }
     }
     (!ops.is_empty()).then_some(ops)
 }
 
+/// `word` as `sdssplitargs` reads it back inside a selector: as it is when
+/// it holds no quote, backslash, space or control byte, else in double
+/// quotes with those escaped.
+fn quoted(word: &str) -> String {
+    let plain = |c: char| !matches!(c, '"' | '\'' | '\\') && !c.is_whitespace() && !c.is_control();
+    if word.chars().all(plain) {
+        return word.to_owned();
+    }
+    let mut out = String::from("\"");
+    for c in word.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                for byte in c.to_string().bytes() {
+                    out.push_str(&format!("\\x{byte:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// The permissions a correction gives a user described by `root` and
 /// `selectors`, for `goal`:
 /// - where `written` holds the user's rules as written (its line in the ACL
 ///   file or redis.conf) and the caller found that the server holds exactly
-///   what they give on 7.0 (see `users::verified_rules`), their 7.2 reading
+///   what they give on 7.0 (see `users::holds_exactly`), their 7.2 reading
 ///   (checked once more here: their 7.0 reading must give the present bits);
 /// - else what the description gives: exact unless a category rule came
 ///   after an explicit grant or denial of MSETEX, or a category is
@@ -555,10 +589,16 @@ static LOAD_HINT: AtomicBool = AtomicBool::new(false);
 /// client in a transaction: a queued `ACL LOAD` runs at some later EXEC.
 static LOAD_MAY_BE_QUEUED: AtomicBool = AtomicBool::new(false);
 
-/// The successful `ACL LOAD`s the server had counted when last read;
-/// [`NOT_READ`] before the first reading.
+/// The successful `ACL LOAD`s the server had counted when last read, and
+/// the commands it had processed then; [`NOT_READ`] before the first
+/// reading.
 static LOADS_SEEN: AtomicI64 = AtomicI64::new(NOT_READ);
+static COMMANDS_SEEN: AtomicI64 = AtomicI64::new(NOT_READ);
 const NOT_READ: i64 = i64::MIN;
+
+/// True from an `ACL LOAD` (or an EXEC that may run one) seen by the filter
+/// until the next reading of the counters.
+static LOAD_SEEN_SINCE_READING: AtomicBool = AtomicBool::new(false);
 
 /// True once the module could not list the users (`ACL` renamed or
 /// disabled): nothing is corrected, rules reach MSETEX by name only.
@@ -574,6 +614,35 @@ pub fn users_unreadable() -> bool {
 /// See [`users_unreadable`].
 pub fn unreadable() -> bool {
     UNREADABLE.load(Ordering::Relaxed)
+}
+
+/// The users the last correction could not correct (their rules could not
+/// be rebuilt): refused MSETEX until one can (fail closed).
+static UNCORRECTED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// Records the users a correction could not correct; true when that list
+/// changed (the caller logs it).
+pub fn set_uncorrected(users: Vec<Vec<u8>>) -> bool {
+    match UNCORRECTED.lock() {
+        Ok(mut list) => {
+            let changed = *list != users;
+            *list = users;
+            changed
+        }
+        Err(_) => false,
+    }
+}
+
+/// True while some user could not be corrected.
+pub fn some_uncorrected() -> bool {
+    UNCORRECTED.lock().map_or(true, |list| !list.is_empty())
+}
+
+/// Whether `user` could not be corrected (also when that is unknown).
+pub fn is_uncorrected(user: &[u8]) -> bool {
+    UNCORRECTED
+        .lock()
+        .map_or(true, |list| list.iter().any(|u| u.as_slice() == user))
 }
 
 /// A correction is due (the module loaded, or an `ACL LOAD` ran).
@@ -598,6 +667,7 @@ pub fn corrected() {
 pub fn on_exec() {
     if LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed) {
         LOAD_HINT.store(true, Ordering::Relaxed);
+        LOAD_SEEN_SINCE_READING.store(true, Ordering::Relaxed);
     }
 }
 
@@ -619,12 +689,24 @@ pub fn no_load_queued() {
     LOAD_MAY_BE_QUEUED.store(false, Ordering::Relaxed);
 }
 
-/// Records `successes`, the successful `ACL LOAD`s the server counts now;
-/// true when that differs from the last reading (one ran since, or the
-/// counters were reset: either way the users are read again).
-pub fn loads_counted(successes: i64) -> bool {
-    let before = LOADS_SEEN.swap(successes, Ordering::Relaxed);
-    before != NOT_READ && before != successes
+/// Records the counters read now: `successes`, the successful `ACL LOAD`s,
+/// and `commands`, the commands processed (`total_commands_processed`);
+/// true when an `ACL LOAD` may have run since the last reading. Where the
+/// counters were not reset (`CONFIG RESETSTAT`: fewer commands than
+/// before), when `successes` changed; where they were, when an `ACL LOAD`
+/// ran since (`successes` above 0), or one was seen by the filter since the
+/// last reading (it may have run before the reset).
+pub fn loads_counted(successes: i64, commands: i64) -> bool {
+    let loads_before = LOADS_SEEN.swap(successes, Ordering::Relaxed);
+    let commands_before = COMMANDS_SEEN.swap(commands, Ordering::Relaxed);
+    let seen = LOAD_SEEN_SINCE_READING.swap(false, Ordering::Relaxed);
+    if loads_before == NOT_READ {
+        return false;
+    }
+    if commands < commands_before {
+        return successes > 0 || seen;
+    }
+    loads_before != successes
 }
 
 /// Successful calls in an INFO commandstats value
@@ -665,6 +747,7 @@ pub fn acl_command(args: &[&[u8]], name: &str) -> AclCommand {
     let sub = args.get(1).copied().unwrap_or_default();
     if sub.eq_ignore_ascii_case(b"LOAD") {
         LOAD_HINT.store(true, Ordering::Relaxed);
+        LOAD_SEEN_SINCE_READING.store(true, Ordering::Relaxed);
         LOAD_MAY_BE_QUEUED.store(true, Ordering::Relaxed);
         return AclCommand::Load;
     }

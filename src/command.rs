@@ -201,10 +201,19 @@ fn check_acl(
     if acl::load_check_due(flags.multi) {
         users::check_loads();
     }
-    if !acl::pending() {
+    if acl::pending() {
+        users::correct(ctx, module, acl::Goal::Like72);
+    } else if !acl::some_uncorrected() {
         return Ok(());
     }
-    users::correct(ctx, module, acl::Goal::Like72);
+    // A user whose rules could not be corrected: refused (fail closed).
+    if acl::some_uncorrected()
+        && ctx
+            .caller_user_name()
+            .is_some_and(|u| acl::is_uncorrected(&u))
+    {
+        return Err(Refusal::NoPermissionForCommand);
+    }
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
     let keys: Vec<Arg<'_>> = pairs.iter().step_by(2).copied().collect();
     match ctx.acl_verdict(&module.name_c, args, &keys) {

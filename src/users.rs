@@ -29,10 +29,20 @@ pub fn correct(ctx: &Ctx<'_>, module: &Module, goal: acl::Goal) -> bool {
         acl::Goal::Unloadable => Vec::new(),
     };
     // A user of that name would be the operator's: never touched.
-    let probe_free = !users
-        .iter()
-        .any(|user| matches!(user, CallValue::Text(name) if name == PROBE));
+    let taken = |probe: &[u8]| {
+        users
+            .iter()
+            .any(|user| matches!(user, CallValue::Text(name) if name == probe))
+    };
+    let probe = (0..64)
+        .map(|n| match n {
+            0 => PROBE.to_vec(),
+            n => [PROBE, b":", n.to_string().as_bytes()].concat(),
+        })
+        .find(|probe| !taken(probe));
     let mut all = true;
+    let mut failed: Vec<Vec<u8>> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     for user in users {
         let CallValue::Text(name) = user else {
             continue;
@@ -42,13 +52,22 @@ pub fn correct(ctx: &Ctx<'_>, module: &Module, goal: acl::Goal) -> bool {
             .and_then(|reply| described_user(&reply));
         let Some(described) = described else {
             all = false;
+            failures.push(format!(
+                "'{}' (ACL GETUSER)",
+                String::from_utf8_lossy(&name)
+            ));
+            failed.push(name);
             continue;
         };
         let rules = written
             .iter()
             .find(|(user, _)| *user == name)
             .map(|(_, rules)| rules.as_slice())
-            .filter(|rules| probe_free && holds_exactly(ctx, &described, rules));
+            .filter(|rules| {
+                probe
+                    .as_deref()
+                    .is_some_and(|probe| holds_exactly(ctx, probe, &described, rules))
+            });
         let wanted = acl::wanted_permissions(
             &described.root.commands,
             &described.selectors,
@@ -68,21 +87,32 @@ pub fn correct(ctx: &Ctx<'_>, module: &Module, goal: acl::Goal) -> bool {
         setuser.extend(ops.iter().map(|op| op.as_bytes()));
         if !matches!(ctx.call(c"ACL", &setuser), Some(CallValue::Text(_))) {
             all = false;
-            ctx.log_warning(&format!(
-                "msetex: could not give user '{}' MSETEX's permission ({})",
+            failures.push(format!(
+                "'{}' ({})",
                 String::from_utf8_lossy(&name),
                 ops.join(" ")
             ));
+            failed.push(name);
         }
     }
-    if all && goal == acl::Goal::Like72 {
+    if goal == acl::Goal::Like72 {
+        // Users left uncorrected are refused MSETEX (fail closed) and tried
+        // again on every cron tick; said in the log when that changes.
         acl::corrected();
+        if acl::set_uncorrected(failed) && !failures.is_empty() {
+            ctx.log_warning(&format!(
+                "msetex: could not give MSETEX its Redis 7.2 permission to {}: MSETEX is refused \
+                 to them until it can",
+                failures.join(", ")
+            ));
+        }
     }
     all
 }
 
-/// The user the module creates for a moment, where no user has that name,
-/// to see what the server makes of written rules.
+/// The user the module creates for a moment to see what the server makes
+/// of written rules: this name, or the first of `msetex:probe:1`, ... that
+/// no user has.
 const PROBE: &[u8] = b"msetex:probe";
 
 /// Whether the server holds for a user described as `described` exactly
@@ -91,26 +121,30 @@ const PROBE: &[u8] = b"msetex:probe";
 /// keys and channels of every selector. Then the user's rules are still the
 /// ones written (not changed by `ACL SETUSER` since, which the filter
 /// already translated), and their 7.2 reading is the correction.
-fn holds_exactly(ctx: &Ctx<'_>, described: &User, rules: &[Vec<u8>]) -> bool {
-    let mut setuser: Vec<&[u8]> = vec![b"SETUSER", PROBE];
+fn holds_exactly(ctx: &Ctx<'_>, probe: &[u8], described: &User, rules: &[Vec<u8>]) -> bool {
+    let mut setuser: Vec<&[u8]> = vec![b"SETUSER", probe];
     setuser.extend(rules.iter().map(Vec::as_slice));
     let created = matches!(ctx.call(c"ACL", &setuser), Some(CallValue::Text(_)));
-    let probe = created
-        .then(|| ctx.call(c"ACL", &[b"GETUSER", PROBE]))
+    let made = created
+        .then(|| ctx.call(c"ACL", &[b"GETUSER", probe]))
         .flatten()
         .and_then(|reply| described_user(&reply));
-    let _ = ctx.call(c"ACL", &[b"DELUSER", PROBE]);
-    probe.as_ref() == Some(described)
+    let _ = ctx.call(c"ACL", &[b"DELUSER", probe]);
+    made.as_ref() == Some(described)
 }
 
-/// Reads (INFO commandstats) whether an `ACL LOAD` ran since the last
-/// reading; if so, a correction is due.
+/// Reads (INFO commandstats and stats) whether an `ACL LOAD` ran since the
+/// last reading; if so, a correction is due.
 pub fn check_loads() {
     let successes = ffi::server_info_fields(c"commandstats", &["cmdstat_acl|load"])
         .first()
         .and_then(|(_, value)| acl::successful_calls(value))
         .unwrap_or(0);
-    if acl::loads_counted(successes) {
+    let commands = ffi::server_info_fields(c"stats", &["total_commands_processed"])
+        .first()
+        .and_then(|(_, value)| value.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    if acl::loads_counted(successes, commands) {
         acl::set_pending();
     }
 }
@@ -202,7 +236,7 @@ pub fn on_cron(ctx: &Ctx<'_>) {
     if acl::load_check_due(false) || acl::load_may_be_queued() || tenth {
         check_loads();
     }
-    if acl::pending() {
+    if acl::pending() || acl::some_uncorrected() {
         correct(ctx, module, acl::Goal::Like72);
     }
     if acl::load_may_be_queued() {

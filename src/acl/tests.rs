@@ -358,3 +358,45 @@ fn a_client_inside_multi_is_found_in_client_list() {
         "id=1 name=xx flags=N cmd=exec user=x\n"
     ));
 }
+
+#[test]
+fn a_rebuilt_selector_quotes_what_the_server_would_split_otherwise() {
+    let selectors = [Selector {
+        commands: "+@all -@write".into(),
+        keys: "~a\" ~x\\y".into(),
+        channels: String::new(),
+    }];
+    let wanted = wanted_permissions("-@all", &selectors, "msetex", Goal::Like72, None);
+    let ops = correction("-@all", &selectors, "msetex", &wanted).expect("a fix");
+    assert_eq!(
+        ops,
+        [
+            "clearselectors",
+            "(\"~a\\\"\" \"~x\\\\y\" +@all -@write -msetex)"
+        ]
+    );
+    // What the server's split of the selector gives back.
+    let inner = ops[1].trim_start_matches('(').trim_end_matches(')');
+    let words: Vec<String> = split_args(inner.as_bytes())
+        .expect("splits")
+        .into_iter()
+        .map(|(word, _)| String::from_utf8(word).unwrap())
+        .collect();
+    assert_eq!(words, ["~a\"", "~x\\y", "+@all", "-@write", "-msetex"]);
+}
+
+#[test]
+fn an_acl_load_is_seen_through_a_counter_reset() {
+    // The only test that touches these counters.
+    loads_counted(0, 100); // first reading: nothing to compare with
+    assert!(!loads_counted(0, 150), "nothing ran");
+    assert!(loads_counted(1, 160), "a load ran");
+    assert!(!loads_counted(1, 170));
+    // CONFIG RESETSTAT (fewer commands than before): loads since the reset
+    // count; none ran and none was seen: nothing to do.
+    assert!(!loads_counted(0, 5));
+    assert!(loads_counted(1, 3), "reset, then a load");
+    // A load seen by the filter, then the reset in the same step.
+    LOAD_SEEN_SINCE_READING.store(true, Ordering::Relaxed);
+    assert!(loads_counted(0, 1));
+}

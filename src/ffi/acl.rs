@@ -35,33 +35,14 @@ impl<'call> Ctx<'call> {
         keys: &[Arg<'call>],
     ) -> AclVerdict {
         let api = self.api;
-        let (Some(by_id), Some(from_name), Some(check), Some(free_user)) = (
-            api.get_client_user_name_by_id,
+        let (Some(from_name), Some(check), Some(free_user)) = (
             api.get_module_user_from_user_name,
             api.acl_check_command_permissions,
             api.free_module_user,
         ) else {
             return AclVerdict::Allowed;
         };
-        // SAFETY: ctx is the live command context.
-        let id = unsafe { (api.get_client_id)(self.raw) };
-        // SAFETY: the returned string (or NULL) is ours to free.
-        let mut name = OwnedString::new(unsafe { by_id(self.raw, id) }, api);
-        if name.is_none() {
-            let no_user = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSUP);
-            let script = self.flags_raw() & raw::REDISMODULE_CTX_FLAGS_LUA as c_int != 0;
-            // A script's client is not in the client index, but it has the
-            // user of the client that runs the script; an RM_Call client
-            // has none (asking for its user's name would crash 7.0).
-            if no_user || !script {
-                return AclVerdict::Allowed;
-            }
-            if let Some(current) = api.get_current_user_name {
-                // SAFETY: a script client has a user; the string is ours.
-                name = OwnedString::new(unsafe { current(self.raw) }, api);
-            }
-        }
-        let Some(name) = name else {
+        let Some(name) = self.caller_name() else {
             return AclVerdict::Allowed;
         };
         // SAFETY: name is a live string; the user (or NULL) is ours to free.
@@ -115,6 +96,47 @@ impl<'call> Ctx<'call> {
         // SAFETY: freed exactly once, not used afterwards.
         unsafe { free_user(user) };
         verdict
+    }
+}
+
+impl<'call> Ctx<'call> {
+    /// The name of the calling client's user; `None` for a client without
+    /// one (the replication link, another module's RM_Call) or where the
+    /// API is missing.
+    fn caller_name(&self) -> Option<OwnedString> {
+        let api = self.api;
+        let by_id = api.get_client_user_name_by_id?;
+        // SAFETY: ctx is the live command context.
+        let id = unsafe { (api.get_client_id)(self.raw) };
+        // SAFETY: the returned string (or NULL) is ours to free.
+        let name = OwnedString::new(unsafe { by_id(self.raw, id) }, api);
+        if name.is_some() {
+            return name;
+        }
+        let no_user = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSUP);
+        let script = self.flags_raw() & raw::REDISMODULE_CTX_FLAGS_LUA as c_int != 0;
+        // A script's client is not in the client index, but it has the
+        // user of the client that runs the script; an RM_Call client has
+        // none (asking for its user's name would crash 7.0).
+        if no_user || !script {
+            return None;
+        }
+        let current = api.get_current_user_name?;
+        // SAFETY: a script client has a user; the string is ours to free.
+        OwnedString::new(unsafe { current(self.raw) }, api)
+    }
+
+    /// The calling client's user name, as [`Ctx::caller_name`].
+    pub fn caller_user_name(&self) -> Option<Vec<u8>> {
+        let name = self.caller_name()?;
+        let mut len = 0usize;
+        // SAFETY: name is a live string; the bytes are copied before it is freed.
+        let data = unsafe { (self.api.string_ptr_len)(name.ptr, &mut len) };
+        if data.is_null() {
+            return Some(Vec::new());
+        }
+        // SAFETY: data points at len readable bytes owned by name (live).
+        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec())
     }
 }
 

@@ -224,7 +224,9 @@ pub struct OwnedString {
 
 impl OwnedString {
     pub(super) fn new(ptr: *mut RedisModuleString, api: &Api) -> Option<OwnedString> {
-        (!ptr.is_null()).then_some(OwnedString {
+        // `then`, not `then_some`: a value built for nothing would be dropped,
+        // and dropping it frees the pointer.
+        (!ptr.is_null()).then(|| OwnedString {
             ptr,
             free: api.free_string,
         })

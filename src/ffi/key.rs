@@ -38,7 +38,7 @@ impl<'call> Ctx<'call> {
         }
         // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
         let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
-        (!handle.is_null()).then_some(Key {
+        (!handle.is_null()).then(|| Key {
             raw: handle,
             api: self.api,
             _ctx: PhantomData,
@@ -55,7 +55,7 @@ impl<'call> Ctx<'call> {
             | raw::REDISMODULE_OPEN_KEY_NONOTIFY as c_int;
         // SAFETY: ctx and key are live for this call; closed by Key::drop.
         let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
-        (!handle.is_null()).then_some(Key {
+        (!handle.is_null()).then(|| Key {
             raw: handle,
             api: self.api,
             _ctx: PhantomData,

@@ -619,6 +619,8 @@ pub fn unreadable() -> bool {
 /// The users the last correction could not correct (their rules could not
 /// be rebuilt): refused MSETEX until one can (fail closed).
 static UNCORRECTED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// `UNCORRECTED` is not empty (read on every MSETEX call without a lock).
+static SOME_UNCORRECTED: AtomicBool = AtomicBool::new(false);
 
 /// Records the users a correction could not correct; true when that list
 /// changed (the caller logs it).
@@ -626,6 +628,7 @@ pub fn set_uncorrected(users: Vec<Vec<u8>>) -> bool {
     match UNCORRECTED.lock() {
         Ok(mut list) => {
             let changed = *list != users;
+            SOME_UNCORRECTED.store(!users.is_empty(), Ordering::Relaxed);
             *list = users;
             changed
         }
@@ -635,7 +638,7 @@ pub fn set_uncorrected(users: Vec<Vec<u8>>) -> bool {
 
 /// True while some user could not be corrected.
 pub fn some_uncorrected() -> bool {
-    UNCORRECTED.lock().map_or(true, |list| !list.is_empty())
+    SOME_UNCORRECTED.load(Ordering::Relaxed)
 }
 
 /// Whether `user` could not be corrected (also when that is unknown).
@@ -671,12 +674,13 @@ pub fn on_exec() {
     }
 }
 
-/// Whether to read now if an `ACL LOAD` ran: after the filter saw one (or
-/// an EXEC that may run one), and inside a transaction while one may be
-/// queued in it (`in_multi`). Clears the hint.
-pub fn load_check_due(in_multi: bool) -> bool {
+/// Whether to read now if an `ACL LOAD` ran: after the filter saw one, or
+/// an EXEC that may run one. Clears the hint. (Inside one transaction,
+/// MSETEX after an `ACL LOAD` that follows a first MSETEX is checked
+/// against the rules from before the load: only a user who may run `ACL
+/// LOAD` could send that.)
+pub fn load_check_due() -> bool {
     LOAD_HINT.swap(false, Ordering::Relaxed)
-        || (in_multi && LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed))
 }
 
 /// True while an `ACL LOAD` may wait in a transaction.

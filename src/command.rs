@@ -198,7 +198,7 @@ fn check_acl(
     if module.acl != AclCheck::Translated || flags.replicated || flags.loading {
         return Ok(());
     }
-    if acl::load_check_due(flags.multi) {
+    if acl::load_check_due() {
         users::check_loads();
     }
     if acl::pending() {

@@ -233,7 +233,7 @@ pub fn on_cron(ctx: &Ctx<'_>) {
     }
     static TICKS: AtomicU32 = AtomicU32::new(0);
     let tenth = TICKS.fetch_add(1, Ordering::Relaxed).is_multiple_of(10);
-    if acl::load_check_due(false) || acl::load_may_be_queued() || tenth {
+    if acl::load_check_due() || acl::load_may_be_queued() || tenth {
         check_loads();
     }
     if acl::pending() || acl::some_uncorrected() {
@@ -260,7 +260,7 @@ pub fn before_sleep(ctx: &Ctx<'_>) {
     if module.acl != AclCheck::Translated {
         return;
     }
-    if !acl::load_check_due(false) {
+    if !acl::load_check_due() {
         return;
     }
     check_loads();

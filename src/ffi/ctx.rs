@@ -97,8 +97,6 @@ pub struct ContextFlags {
     /// A child process (RDB or AOF rewrite) runs: key lookups do not touch
     /// keys meanwhile.
     pub active_child: bool,
-    /// The call runs inside MULTI/EXEC.
-    pub multi: bool,
 }
 
 impl<'call> Ctx<'call> {
@@ -169,7 +167,6 @@ impl<'call> Ctx<'call> {
                 || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
             replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
             active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
-            multi: has(raw::REDISMODULE_CTX_FLAGS_MULTI),
         }
     }
 

@@ -596,10 +596,6 @@ static LOADS_SEEN: AtomicI64 = AtomicI64::new(NOT_READ);
 static COMMANDS_SEEN: AtomicI64 = AtomicI64::new(NOT_READ);
 const NOT_READ: i64 = i64::MIN;
 
-/// True from an `ACL LOAD` (or an EXEC that may run one) seen by the filter
-/// until the next reading of the counters.
-static LOAD_SEEN_SINCE_READING: AtomicBool = AtomicBool::new(false);
-
 /// True once the module could not list the users (`ACL` renamed or
 /// disabled): nothing is corrected, rules reach MSETEX by name only.
 static UNREADABLE: AtomicBool = AtomicBool::new(false);
@@ -670,7 +666,6 @@ pub fn corrected() {
 pub fn on_exec() {
     if LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed) {
         LOAD_HINT.store(true, Ordering::Relaxed);
-        LOAD_SEEN_SINCE_READING.store(true, Ordering::Relaxed);
     }
 }
 
@@ -683,32 +678,51 @@ pub fn load_check_due() -> bool {
     LOAD_HINT.swap(false, Ordering::Relaxed)
 }
 
+/// The clients that were inside MULTI at the first cron tick after the
+/// last `ACL LOAD` the filter saw (`None` before that tick): one of them may
+/// hold it queued; narrowed at every tick to those still inside MULTI.
+static LOAD_HOLDERS: Mutex<Option<Vec<u64>>> = Mutex::new(None);
+
+/// Cron tick: `in_multi`, the clients inside MULTI now. Narrows the clients
+/// that may hold a queued `ACL LOAD`; once none is left, none can be queued.
+pub fn clients_in_multi_now(in_multi: Vec<u64>) {
+    let Ok(mut holders) = LOAD_HOLDERS.lock() else {
+        return;
+    };
+    let narrowed: Vec<u64> = match holders.take() {
+        None => in_multi,
+        Some(before) => before
+            .into_iter()
+            .filter(|id| in_multi.contains(id))
+            .collect(),
+    };
+    if narrowed.is_empty() {
+        LOAD_MAY_BE_QUEUED.store(false, Ordering::Relaxed);
+    } else {
+        *holders = Some(narrowed);
+    }
+}
+
 /// True while an `ACL LOAD` may wait in a transaction.
 pub fn load_may_be_queued() -> bool {
     LOAD_MAY_BE_QUEUED.load(Ordering::Relaxed)
 }
 
-/// No client is in a transaction: no `ACL LOAD` can be queued any more.
-pub fn no_load_queued() {
-    LOAD_MAY_BE_QUEUED.store(false, Ordering::Relaxed);
-}
-
 /// Records the counters read now: `successes`, the successful `ACL LOAD`s,
 /// and `commands`, the commands processed (`total_commands_processed`);
-/// true when an `ACL LOAD` may have run since the last reading. Where the
-/// counters were not reset (`CONFIG RESETSTAT`: fewer commands than
-/// before), when `successes` changed; where they were, when an `ACL LOAD`
-/// ran since (`successes` above 0), or one was seen by the filter since the
-/// last reading (it may have run before the reset).
+/// true when an `ACL LOAD` ran since the last reading: `successes` changed,
+/// or, where the counters were reset since (`CONFIG RESETSTAT`: fewer
+/// commands than before), one ran after the reset. Never on what the
+/// filter saw, which anyone can send: an `ACL LOAD` and a reset in one
+/// transaction or pipeline go unseen (README, *Security*).
 pub fn loads_counted(successes: i64, commands: i64) -> bool {
     let loads_before = LOADS_SEEN.swap(successes, Ordering::Relaxed);
     let commands_before = COMMANDS_SEEN.swap(commands, Ordering::Relaxed);
-    let seen = LOAD_SEEN_SINCE_READING.swap(false, Ordering::Relaxed);
     if loads_before == NOT_READ {
         return false;
     }
     if commands < commands_before {
-        return successes > 0 || seen;
+        return successes > 0;
     }
     loads_before != successes
 }
@@ -726,14 +740,22 @@ pub fn successful_calls(cmdstat: &str) -> Option<i64> {
     Some(field("calls")? - field("failed_calls").unwrap_or(0))
 }
 
-/// Whether `CLIENT LIST` output (one client a line, `flags=...` among its
-/// fields) shows a client inside MULTI (flag `x`).
-pub fn some_client_in_multi(client_list: &str) -> bool {
-    client_list.lines().any(|line| {
-        line.split(' ')
-            .find_map(|field| field.strip_prefix("flags="))
-            .is_some_and(|flags| flags.contains('x'))
-    })
+/// The ids of the clients inside MULTI (flag `x`) in `CLIENT LIST` output
+/// (one client a line: `id=... flags=...`).
+pub fn clients_in_multi(client_list: &str) -> Vec<u64> {
+    client_list
+        .lines()
+        .filter_map(|line| {
+            let field = |name: &str| {
+                line.split(' ')
+                    .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
+            };
+            field("flags")
+                .is_some_and(|flags| flags.contains('x'))
+                .then(|| field("id")?.parse().ok())
+                .flatten()
+        })
+        .collect()
 }
 
 /// What the command filter does with an `ACL ...` command.
@@ -751,8 +773,10 @@ pub fn acl_command(args: &[&[u8]], name: &str) -> AclCommand {
     let sub = args.get(1).copied().unwrap_or_default();
     if sub.eq_ignore_ascii_case(b"LOAD") {
         LOAD_HINT.store(true, Ordering::Relaxed);
-        LOAD_SEEN_SINCE_READING.store(true, Ordering::Relaxed);
         LOAD_MAY_BE_QUEUED.store(true, Ordering::Relaxed);
+        if let Ok(mut holders) = LOAD_HOLDERS.lock() {
+            *holders = None;
+        }
         return AclCommand::Load;
     }
     if !sub.eq_ignore_ascii_case(b"SETUSER") {

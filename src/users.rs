@@ -223,7 +223,7 @@ fn described_user(reply: &CallValue) -> Option<User> {
 
 /// Cron tick: whether an `ACL LOAD` ran (when the filter saw one, while
 /// one may wait in a transaction, and every tenth tick), corrections due,
-/// and once no client is in a transaction, no `ACL LOAD` can wait in one.
+/// and which clients may still hold a queued `ACL LOAD`.
 pub fn on_cron(ctx: &Ctx<'_>) {
     let Some(module) = config::get() else {
         return;
@@ -241,9 +241,7 @@ pub fn on_cron(ctx: &Ctx<'_>) {
     }
     if acl::load_may_be_queued() {
         if let Some(CallValue::Text(list)) = ctx.call(c"CLIENT", &[b"LIST"]) {
-            if !acl::some_client_in_multi(&String::from_utf8_lossy(&list)) {
-                acl::no_load_queued();
-            }
+            acl::clients_in_multi_now(acl::clients_in_multi(&String::from_utf8_lossy(&list)));
         }
     }
 }

@@ -501,12 +501,6 @@ const TIMELINE: &[Change] = &[
         by_mallory: false,
     },
     Change {
-        file: Some("+@all -@write ~*"),
-        commands: &[&["ACL", "LOAD"], &["CONFIG", "RESETSTAT"]],
-        in_multi: true,
-        by_mallory: false,
-    },
-    Change {
         file: Some("-@all +@write ~*"),
         commands: &[&["CONFIG", "RESETSTAT"], &["ACL", "LOAD"]],
         in_multi: false,
@@ -517,6 +511,12 @@ const TIMELINE: &[Change] = &[
         commands: &[&["ACL", "LOAD"], &["ACL", "SETUSER", "u", "-msetex"]],
         in_multi: false,
         by_mallory: false,
+    },
+    Change {
+        file: None,
+        commands: &[&["ACL", "LOAD"]],
+        in_multi: false,
+        by_mallory: true,
     },
     Change {
         file: None,

@@ -287,10 +287,13 @@ fn the_numkeys_form_leaves_each_key_as_set_does() {
 
 #[test]
 fn with_lfu_eviction_the_access_counter_ends_as_set_leaves_it() {
-    // lfu-log-factor 0: every access counts, so two servers agree exactly.
+    // lfu-log-factor 0: every access counts; lfu-decay-time 0: the counter
+    // never decays (it would by one at a minute boundary that one server's
+    // accesses cross and the other's do not), so two servers agree exactly.
     let config = ServerConfig::default()
         .line("maxmemory-policy allkeys-lfu")
-        .line("lfu-log-factor 0");
+        .line("lfu-log-factor 0")
+        .line("lfu-decay-time 0");
     let read_ten_times = |con: &mut Connection| {
         seed(con);
         for key in [

@@ -445,16 +445,6 @@ pub fn include_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// True when the rules `commands` name the command `name` (`+name`,
-/// `-name`, `+name|arg`).
-pub fn names_command(commands: &str, name: &str) -> bool {
-    commands.split(' ').any(|rule| {
-        let body = rule.get(1..).unwrap_or_default();
-        let command = body.split('|').next().unwrap_or_default();
-        (rule.starts_with('+') || rule.starts_with('-')) && command.eq_ignore_ascii_case(name)
-    })
-}
-
 /// One selector as `ACL GETUSER` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selector {

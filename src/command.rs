@@ -13,9 +13,10 @@ use std::ffi::CString;
 use crate::config::{self, AclCheck, Module};
 use crate::ffi::{AclVerdict, Arg, ArgsChange, ContextFlags, Ctx, KeyPositions, Reply, Touch};
 use crate::outcome::{Abort, Refusal};
-use crate::replication::{self, PerCallCommand, Wire};
-use crate::server::{KeysDeclared, PastDeadline, TtlOptions};
-use crate::syntax::{self, apply, Ack, Condition, Expiry, Request};
+use crate::replication::{self, Replication, Wire};
+use crate::server::{MovedKeys, PastDeadline};
+use crate::syntax::{self, apply, Ack, Condition, Expiry, ParseError, Request, Resolved, Syntax};
+use crate::write::SetWrite;
 use crate::{acl, stats, users, write};
 
 /// How a call ended: a reply, or an error before or after the first write.
@@ -63,13 +64,6 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     })
 }
 
-/// `<name>.unroutable ...`: a TTL-form call with options on a server that
-/// would route it by misread keys (see [`TtlOptions::Refused`]), refused
-/// with nothing written.
-pub fn unroutable(ctx: &Ctx<'_>) -> Reply {
-    answer(ctx, |_| Err(Refusal::Unroutable.into()))
-}
-
 /// Runs `handler` for one call: counts it, and turns a refusal or an abort
 /// into its error reply.
 fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Outcome>) -> Reply {
@@ -95,7 +89,7 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Outcome>
 fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Outcome> {
     let flags = ctx.flags();
     let request = module.syntax.parse(args, ctx.now_ms())?;
-    keys_were_declared(module, &request, flags)?;
+    keys_were_declared(module, &request, flags, args.len())?;
     check_acl(ctx, module, args, &request, flags)?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
     let touch = if module.profile.condition_counts_access {
@@ -126,18 +120,38 @@ fn write(
 ) -> Result<Reply, Outcome> {
     let mut wire = Wire::new(
         ctx,
-        module.replicate,
+        &module.replication,
         module.counter_c.as_deref(),
         flags.aof,
     );
+    let past = |deadline: i64| deadline <= ctx.now_ms();
     let written = match request.expiry {
         // A deadline that looks past where SET may then delete the keys
-        // (Valkey 8+): SET itself decides, from the command's clock.
+        // (Valkey 8+): SET itself decides, from the command's clock, and
+        // replicates what it did.
         Expiry::At(deadline)
-            if module.profile.past_deadline == PastDeadline::DecidedBySet
-                && deadline <= ctx.now_ms() =>
+            if module.profile.past_deadline == PastDeadline::DecidedBySet && past(deadline) =>
         {
-            write::write_as_set(ctx, pairs, deadline, &mut wire)?
+            write::write_with_set(
+                ctx,
+                pairs,
+                Resolved::At(deadline),
+                SetWrite::AsSetDecides,
+                &mut wire,
+            )?
+        }
+        // Redis 6.2: every key through SET, which fires SET's events in
+        // argument order and stores values in SET's encoding.
+        expiry if !module.profile.key_api_writes => {
+            let resolved = match expiry {
+                Expiry::In(ms) => Resolved::At(ctx.now_ms().saturating_add(ms)),
+                other => other.resolved().ok_or(Abort("resolve the deadline"))?,
+            };
+            let how = match module.replication {
+                Replication::PerKey => SetWrite::EveryKeyReplicatedBySet,
+                Replication::PerCall { .. } => SetWrite::EveryKeyReplicatedByModule,
+            };
+            write::write_with_set(ctx, pairs, resolved, how, &mut wire)?
         }
         _ => write::write_all(
             ctx,
@@ -148,14 +162,7 @@ fn write(
             &mut wire,
         )?,
     };
-    // Keys SET deleted went out as DEL or UNLINK.
-    if written > 0 {
-        wire.finish(&PerCallCommand {
-            name: module.replicated_name(),
-            form: module.replicated_form,
-            pairs,
-        })?;
-    }
+    wire.finish(&module.replication, pairs)?;
     stats::record_keys(written);
     Ok(match request.ack {
         Ack::Ok => Reply::Ok,
@@ -164,21 +171,24 @@ fn write(
 }
 
 /// Where the server could not learn the call's keys exactly (key
-/// specifications only, see [`KeysDeclared`]), the call is refused before
-/// anything happens: the server's slot and ACL checks looked at the wrong
-/// arguments, or at none.
+/// specifications only, and options among the keys that the command
+/// filter did not move), the call is refused before anything happens: the
+/// server's slot and ACL checks looked at the wrong arguments.
 fn keys_were_declared(
     module: &Module,
     request: &Request,
     flags: ContextFlags,
+    argc: usize,
 ) -> Result<(), Refusal> {
-    if module.profile.keys == KeysDeclared::ByCallback || flags.replicated || flags.loading {
+    if flags.replicated
+        || flags.loading
+        || module
+            .syntax
+            .keys_declared(request, &module.profile.keys, argc)
+    {
         return Ok(());
     }
-    module
-        .syntax
-        .keys_declared(request, module.cluster, module.profile.keynum_steps)
-        .map_err(Refusal::Undeclared)
+    Err(Refusal::Undeclared)
 }
 
 /// Redis 7.0 has no ACL categories for module commands. The filter gives
@@ -279,9 +289,9 @@ pub enum Seen {
     /// EXEC where ACL rules are translated: it may run a queued `ACL LOAD`
     /// (see `acl::on_exec`).
     Exec,
-    /// A command the filter may rewrite: MSETEX or COMMAND (which may ask
-    /// for MSETEX's keys) where the TTL form's options must be packed
-    /// before the server reads keys, ACL on Redis 7.0 (see `acl`).
+    /// A command the filter may rewrite: MSETEX where options would be
+    /// read as keys, COMMAND (GETKEYS) and ACL (DRYRUN) which ask about an
+    /// MSETEX call, ACL on Redis 7.0 (see `acl`).
     Rewrite,
 }
 
@@ -291,76 +301,117 @@ pub fn seen(name: &[u8]) -> Seen {
     if replication::is_replication_handshake(name) {
         return Seen::ReplicationHandshake;
     }
-    match config::get() {
-        Some(module)
-            if module.packs_options()
-                && (name.eq_ignore_ascii_case(module.name.as_bytes())
-                    || name.eq_ignore_ascii_case(b"COMMAND")) =>
-        {
-            Seen::Rewrite
-        }
-        Some(module) if module.acl == AclCheck::Translated && name.eq_ignore_ascii_case(b"ACL") => {
-            Seen::Rewrite
-        }
-        Some(module)
-            if module.acl == AclCheck::Translated && name.eq_ignore_ascii_case(b"EXEC") =>
-        {
-            Seen::Exec
-        }
-        _ => Seen::Other,
+    let Some(module) = config::get() else {
+        return Seen::Other;
+    };
+    let packs = module.filter_packs();
+    let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+    let asked_about = packs || module.alias;
+    if (packs && is(module.name.as_bytes()))
+        || (module.alias && is(b"MSETEX"))
+        || ((asked_about || module.syntax == Syntax::Ttl) && is(b"COMMAND"))
+        || ((asked_about || module.acl == AclCheck::Translated) && is(b"ACL"))
+    {
+        Seen::Rewrite
+    } else if module.acl == AclCheck::Translated && is(b"EXEC") {
+        Seen::Exec
+    } else {
+        Seen::Other
     }
 }
 
-/// Where the server reads a command's keys from its key specification
-/// only (see [`KeysDeclared::BySpecs`]), the TTL form's options would be
-/// read as keys. The filter rewrites such a call before the server reads
-/// them (see [`TtlOptions`]): it packs the options into one argument, so
-/// that the keys are at 2, 4, ... as the specification says and the
-/// server's slot checks, redirections, ACL key rules and `COMMAND GETKEYS`
-/// see the real keys; or, where routing would not see the packed call
-/// (Redis in cluster mode), it turns the call into `<name>.unroutable`,
-/// which has no keys, is not routed, and refuses it.
-pub fn rewrite(args: &[&[u8]]) -> Option<ArgsChange> {
-    let module = config::get()?;
+/// How the command filter rewrites a command that names MSETEX: where the
+/// server reads keys from key specifications only ([`KeysDeclared::BySpecs`])
+/// and a call's options stand among its keys, it moves them into one
+/// argument before the server reads the keys (`Syntax::pack`), so that the
+/// server's slot checks, redirections, ACL key rules, `COMMAND GETKEYS` and
+/// `ACL DRYRUN` see the real keys; where the server routes by keys read
+/// before any filter ran ([`MovedKeys::Refused`]), it refuses such a call
+/// instead, with nothing written. And `COMMAND GETKEYS` of a call the TTL
+/// form refuses as a typed client's numkeys call answers that refusal, so
+/// that cluster clients show it.
+pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
+    let Some(module) = config::get() else {
+        return Vec::new();
+    };
     if args
         .first()
         .is_some_and(|name| name.eq_ignore_ascii_case(b"ACL"))
+        && module.acl == AclCheck::Translated
     {
-        return match acl::acl_command(args, &module.name) {
-            acl::AclCommand::SetUser(ops) => Some(ArgsChange {
+        if let acl::AclCommand::SetUser(ops) = acl::acl_command(args, &module.name) {
+            return vec![ArgsChange {
                 at: 3,
                 replaced: args.len().saturating_sub(3),
                 with: ops,
-            }),
-            acl::AclCommand::Load => None,
-            acl::AclCommand::Other => None,
-        };
-    }
-    let is_msetex = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes());
-    // `COMMAND GETKEYS[ANDFLAGS] msetex ...` asks about the call after it
-    // (and is never routed: packing always answers it right).
-    let (call, routed) = match args {
-        [first, ..] if is_msetex(first) => (args, true),
-        [_, sub, rest @ ..]
-            if rest.first().is_some_and(is_msetex)
-                && (sub.eq_ignore_ascii_case(b"GETKEYS")
-                    || sub.eq_ignore_ascii_case(b"GETKEYSANDFLAGS")) =>
-        {
-            (rest, false)
+            }];
         }
-        _ => return None,
-    };
-    let (packed, replaced) = syntax::pack_options(call)?;
-    match (module.profile.ttl_options, &module.unroutable_c) {
-        (TtlOptions::Refused, Some(unroutable)) if routed => Some(ArgsChange {
-            at: 0,
-            replaced: 1,
-            with: vec![unroutable.as_bytes().to_vec()],
-        }),
-        _ => Some(ArgsChange {
-            at: args.len() - call.len() + 1,
-            replaced,
-            with: vec![packed],
-        }),
     }
+    let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
+    let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || is_alias(arg);
+    let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
+    // Where the call is in the command, and whether the server routes it.
+    let (at, routed) = match args {
+        [first, ..] if is_ours(first) => (0, true),
+        [command, sub, name, ..]
+            if is(command, b"COMMAND")
+                && (is(sub, b"GETKEYS") || is(sub, b"GETKEYSANDFLAGS"))
+                && is_ours(name) =>
+        {
+            (2, false)
+        }
+        [acl, sub, _user, name, ..] if is(acl, b"ACL") && is(sub, b"DRYRUN") && is_ours(name) => {
+            (3, false)
+        }
+        _ => return Vec::new(),
+    };
+    let call = args.get(at..).unwrap_or_default();
+    if !routed && module.syntax.parse(call, 0) == Err(ParseError::NumkeysShape) {
+        return refuse_with(
+            args,
+            Refusal::Parse(ParseError::NumkeysShape).short_text(&module.name),
+        );
+    }
+    // The built-in renamed away: its calls go to this command.
+    let mut changes: Vec<ArgsChange> = call
+        .first()
+        .filter(|first| is_alias(first))
+        .map(|_| ArgsChange {
+            at,
+            replaced: 1,
+            with: vec![module.name.as_bytes().to_vec()],
+        })
+        .into_iter()
+        .collect();
+    let packing = module
+        .packs_for()
+        .and_then(|moved| module.syntax.pack(call).map(|packing| (moved, packing)));
+    if let Some((moved, packing)) = packing {
+        if routed && moved == MovedKeys::Refused {
+            return refuse_with(args, Refusal::Unroutable.short_text(&module.name));
+        }
+        changes.push(ArgsChange {
+            at: at + packing.trailing,
+            replaced: call.len().saturating_sub(packing.trailing),
+            with: Vec::new(),
+        });
+        changes.push(ArgsChange {
+            at: at + 1,
+            replaced: packing.leading,
+            with: vec![packing.arg],
+        });
+    }
+    changes
+}
+
+/// Turns the whole command into one the server does not know, named
+/// `text`: the server answers `ERR unknown command '<text>'` before it
+/// checks permissions or routes anything, and nothing runs. (Inside MULTI
+/// the transaction is then refused, as for any unknown command.)
+fn refuse_with(args: &[&[u8]], text: String) -> Vec<ArgsChange> {
+    vec![ArgsChange {
+        at: 0,
+        replaced: args.len(),
+        with: vec![text.into_bytes()],
+    }]
 }

@@ -3,9 +3,9 @@
 use std::ffi::{CStr, CString};
 use std::sync::RwLock;
 
-use crate::replication::Replicate;
-use crate::server::{Profile, TtlOptions};
-use crate::syntax::{ReplicatedForm, Syntax};
+use crate::replication::{Replicate, Replication};
+use crate::server::{KeysDeclared, MovedKeys, Profile};
+use crate::syntax::Syntax;
 
 /// How a user's right to write is checked before MSETEX runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,22 +26,22 @@ pub struct Module {
     pub name: String,
     pub name_c: CString,
     pub syntax: Syntax,
+    /// The load argument `REPLICATE`.
     pub replicate: Replicate,
+    /// What each call sends, as decided for this server.
+    pub replication: Replication,
     pub profile: Profile,
     pub acl: AclCheck,
     /// `cluster-enabled yes`.
     pub cluster: bool,
     /// The changes counter (`<name>.changes`), where
-    /// [`Replicate::counts_changes`].
+    /// [`Replication::counts_changes`].
     pub counter_c: Option<CString>,
-    /// `<name>.apply`: how REPLICATE MSETEX replicates a call (registered
-    /// whatever the mode, so that replicas and AOF loading apply it).
-    pub apply_c: CString,
-    /// The form REPLICATE MSETEX sends.
-    pub replicated_form: ReplicatedForm,
-    /// `<name>.unroutable`, where the filter refuses TTL-form options
-    /// (`TtlOptions::Refused`).
-    pub unroutable_c: Option<CString>,
+    /// Every command the module registered (what ACL rules may name).
+    pub names: Vec<CString>,
+    /// The command filter sends MSETEX calls to this command: the built-in
+    /// MSETEX is renamed away and this module serves its calls.
+    pub alias: bool,
 }
 
 static MODULE: RwLock<Option<&'static Module>> = RwLock::new(None);
@@ -61,18 +61,25 @@ pub fn get() -> Option<&'static Module> {
 }
 
 impl Module {
-    /// True where the command filter rewrites TTL-form calls with options
-    /// (see `command::rewrite`).
-    pub fn packs_options(&self) -> bool {
-        self.profile.ttl_options != TtlOptions::Declared && self.syntax.has_leading_options()
+    /// Where the command filter must move this syntax's options out of the
+    /// keys' way (or refuse the call): key specs only, and a spec that
+    /// does not describe calls with options.
+    pub fn packs_for(&self) -> Option<MovedKeys> {
+        let moved = self.profile.moves_keys()?;
+        match (self.syntax, self.profile.keys) {
+            (
+                Syntax::Numkeys,
+                KeysDeclared::BySpecs {
+                    keynum_exact: true, ..
+                },
+            ) => None,
+            _ => Some(moved),
+        }
     }
 
-    /// The command REPLICATE MSETEX sends.
-    pub fn replicated_name(&self) -> &CStr {
-        match self.replicated_form {
-            ReplicatedForm::Apply => &self.apply_c,
-            ReplicatedForm::Builtin => &self.name_c,
-        }
+    /// True where [`Module::packs_for`] says the filter has work.
+    pub fn filter_packs(&self) -> bool {
+        self.packs_for().is_some()
     }
 
     /// `INFO msetex` `msetex_acl`: how ACL rules reach MSETEX.

@@ -9,13 +9,13 @@ use std::ffi::CStr;
 use redis_module::{Context, RedisString, Status};
 
 use crate::config::{self, AclCheck};
-use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
+use crate::ffi::{self, ArgsChange, CallValue, InfoValue, KeyPositions, LogLevel, Optional, Reply};
 use crate::ffi::{Arg, Ctx};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
-use crate::server::{Environment, Server};
+use crate::server::{Callable, Environment, Server, UnloadGuard};
 use crate::syntax::ACL_CATEGORIES;
-use crate::{acl, command, load_args, plan, stats, users};
+use crate::{acl, command, load_args, plan, stats, unload, users};
 
 /// MODULE LOAD / `loadmodule`.
 pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -28,13 +28,59 @@ pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
 }
 
-/// MODULE UNLOAD: refused while it would leave the server unable to
-/// describe or replay users' ACL rules (see `users::on_unload`).
+/// MODULE UNLOAD: refused while it would crash the server (see `unload`).
 pub fn deinit(ctx: &Context) -> Status {
-    if ffi::may_unload(ctx.ctx, users::on_unload) {
+    if ffi::may_unload(ctx.ctx, may_unload) {
         Status::Ok
     } else {
         Status::Err
+    }
+}
+
+/// Whether MODULE UNLOAD may go ahead: where the server does not guard it
+/// itself, only when no ACL rule names one of the module's commands, as
+/// `ACL LIST` shows them (on Redis 7.0, once the module took back the
+/// rules it added). Refused, with a log line, when that cannot be read.
+fn may_unload(ctx: &Ctx<'_>) -> bool {
+    let Some(module) = config::get() else {
+        return true;
+    };
+    if module.profile.unload_guard == UnloadGuard::Server {
+        return true;
+    }
+    if module.acl == AclCheck::Translated && !users::on_unload(ctx) {
+        return false;
+    }
+    let refusal = match ctx.call(c"ACL", &[b"LIST"]) {
+        Some(CallValue::Array(lines)) => {
+            let lines: Vec<Vec<u8>> = lines
+                .into_iter()
+                .filter_map(|line| match line {
+                    CallValue::Text(text) => Some(text),
+                    _ => None,
+                })
+                .collect();
+            let names: Vec<&[u8]> = module.names.iter().map(|n| n.to_bytes()).collect();
+            unload::rule_naming(&lines, &names).map(|(user, rule)| {
+                format!(
+                    "user '{user}' has the ACL rule '{rule}', which names a command of this \
+                     module: this server would crash once the command is gone; remove the rule \
+                     first (ACL SETUSER {user} ...)"
+                )
+            })
+        }
+        _ => Some(
+            "ACL LIST could not be read (ACL renamed away?), so the module cannot tell whether \
+             ACL rules name its commands, which would crash this server once they are gone"
+                .to_owned(),
+        ),
+    };
+    match refusal {
+        Some(reason) => {
+            ctx.log_warning(&format!("msetex: MODULE UNLOAD refused: {reason}"));
+            false
+        }
+        None => true,
     }
 }
 
@@ -55,15 +101,20 @@ fn load(raw: *mut ffi::RawCtx, args: &[RedisString]) -> Result<(), String> {
     let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
     let environment = Environment {
         cluster: ffi::cluster_enabled(raw),
-        io_threads: ffi::load_config(raw, c"io-threads")
-            .and_then(|value| value.trim().parse().ok())
-            .unwrap_or(1),
+        io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
         jemalloc: allocator
             .first()
             .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+        callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
+        name_in_use: if options.default_name() || options.command_name.contains('.') {
+            Some(false)
+        } else {
+            ffi::original_command_name(raw, &options.command_name)
+        },
     };
     match plan::plan(&options, server.as_ref(), environment)? {
-        Plan::BuiltinServes(line) => {
+        Plan::BuiltinServes { line, options } => {
+            ffi::set_module_options(raw, options.atomic_slot_migration, options.signal_on_close)?;
             ffi::log(raw, LogLevel::Notice, &line);
             Ok(())
         }
@@ -73,14 +124,11 @@ fn load(raw: *mut ffi::RawCtx, args: &[RedisString]) -> Result<(), String> {
 
 /// Executes a plan, in its order.
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
-    if let Some((_, error)) = plan
-        .needed
-        .iter()
-        .find(|(command, _)| !ffi::command_exists(raw, command))
-    {
-        return Err(error.clone());
-    }
-    ffi::set_module_options(raw, plan.atomic_slot_migration, plan.signal_on_close)?;
+    ffi::set_module_options(
+        raw,
+        plan.options.atomic_slot_migration,
+        plan.options.signal_on_close,
+    )?;
     ffi::register_info::<Info>(raw)?;
     let mut acl = AclCheck::Unavailable;
     for command in &plan.commands {
@@ -135,7 +183,6 @@ fn create(
     match command.role {
         Role::Msetex => ffi::create_command::<Msetex>(raw, name, flags, keys)?,
         Role::Apply => ffi::create_command::<Apply>(raw, name, flags, keys)?,
-        Role::Unroutable => ffi::create_command::<Unroutable>(raw, name, flags, keys)?,
         Role::ChangesCounter => ffi::create_changes_counter(raw, name, flags)?,
     }
     Ok(command
@@ -203,15 +250,6 @@ impl ffi::Command for Apply {
     }
 }
 
-/// `<name>.unroutable`.
-struct Unroutable;
-
-impl ffi::Command for Unroutable {
-    fn run<'c>(ctx: &Ctx<'c>, _args: &[Arg<'c>]) -> Reply {
-        command::unroutable(ctx)
-    }
-}
-
 /// The command filter and the server events.
 struct Hooks;
 
@@ -231,7 +269,7 @@ impl ffi::Hooks for Hooks {
         }
     }
 
-    fn filter(args: &[&[u8]]) -> Option<ArgsChange> {
+    fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
         command::rewrite(args)
     }
 

@@ -34,6 +34,7 @@ mod server;
 mod sizing;
 mod stats;
 mod syntax;
+mod unload;
 mod users;
 mod write;
 

@@ -14,7 +14,7 @@
 //! answered `ERR msetex internal error`, wherever it happened.)
 
 use crate::server::Wording;
-use crate::syntax::{ParseError, Syntax, Undeclared};
+use crate::syntax::{ParseError, Syntax};
 
 /// Why a call was refused before anything was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,16 +22,18 @@ pub enum Refusal {
     /// The call is invalid.
     Parse(ParseError),
     /// Where keys are declared by key specifications only, the server could
-    /// not have learned this call's keys.
-    Undeclared(Undeclared),
+    /// not have learned this call's keys (its options stood among them, and
+    /// no command filter moved them).
+    Undeclared,
     /// The user may not run MSETEX (Redis 7.0, see `acl`).
     NoPermissionForCommand,
     /// The user may run MSETEX, but not on one of these keys.
     NoPermissionForKeys,
     /// A client called `<name>.apply`.
     ApplyFromClient,
-    /// A TTL-form call with options on a server that would route it by
-    /// misread keys (`TtlOptions::Refused`).
+    /// A call whose options stand among its keys, on a server that routes
+    /// it by keys read before any module could move them
+    /// (`MovedKeys::Refused`): refused by the command filter.
     Unroutable,
 }
 
@@ -51,15 +53,15 @@ impl Refusal {
     pub fn text(self, name: &str, syntax: Syntax, wording: Wording) -> String {
         match self {
             Refusal::Parse(error) => parse_error_text(error, name, syntax, wording),
-            Refusal::Undeclared(Undeclared::TtlOptions) => format!(
-                "ERR {name} options need the getkeys API, which this server would call from I/O \
-                 threads (io-threads > 1): send '{name} seconds key value ...', or load the \
-                 module with SYNTAX NUMKEYS"
-            ),
-            Refusal::Undeclared(Undeclared::Numkeys) => format!(
-                "ERR {name} cannot declare the keys of its NUMKEYS form on this server, which \
-                 asks for command keys from I/O threads (io-threads > 1) and cannot read them \
-                 from a key specification alone: set io-threads 1 or use SYNTAX TTL"
+            Refusal::Undeclared => format!(
+                "ERR {name}: this server reads command keys from key specifications only \
+                 (io-threads > 1, or Valkey in cluster mode), and this call's options stand among \
+                 its keys where no command filter moved them (scripts and module calls of some \
+                 servers skip it): send the call without options there{}",
+                match syntax {
+                    Syntax::Ttl => format!(" ({name} seconds key value ...)"),
+                    Syntax::Numkeys => String::new(),
+                }
             ),
             Refusal::NoPermissionForCommand => {
                 format!("NOPERM this user has no permissions to run the '{name}' command")
@@ -72,12 +74,29 @@ impl Refusal {
                 "ERR {name}.apply only applies what MSETEX replicated (on replicas, while the \
                  AOF loads, on the node a slot migrates to): call {name}"
             ),
-            Refusal::Unroutable => format!(
-                "ERR {name} options cannot be routed on this server: in cluster mode with \
-                 io-threads > 1 it reads a command's keys before this module can tell where \
-                 the options put them; send '{name} seconds key value ...', or set io-threads 1"
-            ),
+            Refusal::Unroutable => format!("ERR {}", self.short_text(name)),
         }
+    }
+
+    /// The refusal as the command filter gives it, as the name of a command
+    /// the server does not know: at most 128 bytes (the server cuts the
+    /// name there), and only where the filter refuses.
+    pub fn short_text(self, name: &str) -> String {
+        let text = match self {
+            Refusal::Unroutable => format!(
+                "{name}: options cannot be routed in cluster mode with io-threads > 1; send the \
+                 call without options"
+            ),
+            _ => format!(
+                "{name} takes the TTL first; this call has the numkeys form: load the module \
+                 with SYNTAX NUMKEYS"
+            ),
+        };
+        let mut end = text.len().min(128);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.get(..end).unwrap_or_default().to_owned()
     }
 }
 

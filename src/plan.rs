@@ -3,35 +3,44 @@
 //! call will read, decided without a server (unit-tested for every server
 //! kind in `plan/tests.rs`). `entry::init` executes it.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 use crate::config::{AclCheck, Module};
 use crate::ffi::docs::Docs;
-use crate::load_args::LoadOptions;
-use crate::server::{Environment, KeysDeclared, Profile, Server, TtlOptions};
-use crate::syntax::{apply, ReplicatedForm};
+use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
+use crate::replication::{CallForm, Replication};
+use crate::server::{
+    Builtin, Environment, KeysDeclared, Profile, Server, ServerCommand, UnloadGuard,
+};
+use crate::syntax::{apply, Syntax};
 
 /// What a load does.
 #[derive(Debug)]
 pub enum Plan {
     /// Register nothing: the server's own MSETEX serves the NUMKEYS form
-    /// (the log line says so).
-    BuiltinServes(String),
+    /// (the log line says so). The module still declares what the server
+    /// asks of every loaded module, so that it blocks nothing.
+    BuiltinServes {
+        line: String,
+        options: ModuleOptions,
+    },
     /// Register the module's commands.
     Register(Box<Registrations>),
+}
+
+/// What the module declares to the server (`RedisModule_SetModuleOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModuleOptions {
+    /// Valkey 9+: the module handles atomic slot migration.
+    pub atomic_slot_migration: bool,
+    /// Keys are signalled by closing them (see `Profile::signal_on_close`).
+    pub signal_on_close: bool,
 }
 
 /// Everything a load registers, in order.
 #[derive(Debug)]
 pub struct Registrations {
-    /// Server commands MSETEX calls or sends, which must exist under their
-    /// own names (or a call could write without replicating), each with
-    /// the error the load fails with if it does not.
-    pub needed: Vec<(&'static CStr, String)>,
-    /// Module options: declare the handling of atomic slot migration.
-    pub atomic_slot_migration: bool,
-    /// Module options: keys are signalled by closing them.
-    pub signal_on_close: bool,
+    pub options: ModuleOptions,
     pub commands: Vec<Registration>,
     /// What every call reads; `acl` is settled when the server accepts or
     /// refuses ACL categories (`entry`).
@@ -49,7 +58,7 @@ pub struct Registrations {
 pub struct Registration {
     pub name: CString,
     pub role: Role,
-    pub flags: &'static CStr,
+    pub flags: &'static std::ffi::CStr,
     /// Legacy first key, last key and step.
     pub legacy_keys: (i32, i32, i32),
     /// COMMAND DOCS and key specifications (Redis 7.0+).
@@ -62,14 +71,12 @@ pub struct Registration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Msetex,
-    /// `<name>.apply`, the replicated form of REPLICATE MSETEX, registered
-    /// whatever the mode: replicas and AOF loading apply it, also after a
-    /// change of mode.
+    /// `<name>.apply`, the form REPLICATE MSETEX sends each call in (where
+    /// the built-in's own form cannot serve): replicas and AOF loading,
+    /// loaded with the same arguments, apply it.
     Apply,
-    /// `<name>.unroutable`, which refuses TTL-form options where they
-    /// cannot be routed.
-    Unroutable,
-    /// `<name>.changes`, the changes counter of REPLICATE MSETEX.
+    /// `<name>.changes`, which counts key-API writes for RDB save points
+    /// where each call is replicated as one command.
     ChangesCounter,
 }
 
@@ -80,16 +87,34 @@ pub fn plan(
     server: Option<&Server>,
     environment: Environment,
 ) -> Result<Plan, String> {
-    if let Some(line) = builtin_serves(server, options)? {
-        return Ok(Plan::BuiltinServes(line));
-    }
-    let name = options.command_name.as_str();
-    let c_name = |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
     let profile = Profile::new(server, environment);
+    let module_options = ModuleOptions {
+        atomic_slot_migration: profile.atomic_slot_migration,
+        signal_on_close: profile.signal_on_close,
+    };
+    let (name, alias) = match naming(server, &profile, options, environment)? {
+        Naming::StepAside(line) => {
+            return Ok(Plan::BuiltinServes {
+                line,
+                options: module_options,
+            })
+        }
+        Naming::Register { name, alias } => (name, alias),
+    };
+    let name = name.as_str();
+    let c_name = |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
     let syntax = options.syntax;
-    let by_specs = profile.keys == KeysDeclared::BySpecs;
+    let replication = Replication::decide(
+        options.replicate,
+        syntax == Syntax::Numkeys && name == DEFAULT_COMMAND_NAME,
+        &profile,
+        environment.cluster,
+        &c_name(".apply")?,
+    );
+    check_commands(&profile, &replication, environment)?;
 
-    let docs = syntax.docs(by_specs, profile.keynum_steps);
+    let docs = syntax.docs(&profile.keys, profile.keynum_steps);
+    let by_specs = profile.keys != KeysDeclared::ByCallback;
     let mut commands = vec![Registration {
         name: c_name("")?,
         role: Role::Msetex,
@@ -102,30 +127,26 @@ pub fn plan(
         docs: Some(docs),
         categories: true,
     }];
-    let apply_docs = apply::docs();
-    commands.push(Registration {
-        name: c_name(".apply")?,
-        role: Role::Apply,
-        flags: c"write deny-oom",
-        legacy_keys: apply_docs.legacy_keys,
-        docs: Some(apply_docs),
-        categories: true,
-    });
-    // Where TTL-form options cannot be routed, the filter sends them to a
-    // command without keys that refuses them.
-    let refuses_options =
-        syntax.has_leading_options() && profile.ttl_options == TtlOptions::Refused;
-    if refuses_options {
+    // Each name is one more that ACL rules can hold (and that MODULE
+    // UNLOAD must then refuse): only what this deployment sends.
+    if matches!(
+        replication,
+        Replication::PerCall {
+            form: CallForm::Apply,
+            ..
+        }
+    ) {
+        let apply_docs = apply::docs();
         commands.push(Registration {
-            name: c_name(".unroutable")?,
-            role: Role::Unroutable,
-            flags: c"write",
-            legacy_keys: (0, 0, 0),
-            docs: None,
+            name: c_name(".apply")?,
+            role: Role::Apply,
+            flags: c"write deny-oom",
+            legacy_keys: apply_docs.legacy_keys,
+            docs: Some(apply_docs),
             categories: true,
         });
     }
-    if options.replicate.counts_changes() {
+    if replication.counts_changes() {
         commands.push(Registration {
             name: c_name(".changes")?,
             role: Role::ChangesCounter,
@@ -142,52 +163,61 @@ pub fn plan(
             .map(|command| command.name.clone())
     };
 
-    let replicated_form = syntax.replicated_form(options.default_name());
-    let module = Module {
-        name: name.to_owned(),
-        name_c: c_name("")?,
-        syntax,
-        replicate: options.replicate,
-        acl: AclCheck::Unavailable,
-        cluster: environment.cluster,
-        counter_c: name_of(Role::ChangesCounter),
-        apply_c: c_name(".apply")?,
-        replicated_form,
-        unroutable_c: name_of(Role::Unroutable),
-        profile: profile.clone(),
-    };
-    let mut notes: Vec<String> = options
-        .replicate
-        .load_note(
-            &module.replicated_name().to_string_lossy(),
-            replicated_form == ReplicatedForm::Builtin,
-        )
+    let mut notes: Vec<String> = replication
+        .load_note(options.replicate)
         .into_iter()
         .collect();
     if by_specs {
         notes.push(format!(
-            "this server may ask for command keys from I/O threads: keys are declared by key \
+            "this server may ask for command keys from I/O threads{}: keys are declared by key \
              specifications only, and {}",
-            syntax.by_specs_note(refuses_options)
+            if environment.io_threads.is_none() {
+                " (io-threads could not be read, CONFIG renamed?, so taken as above 1)"
+            } else {
+                ""
+            },
+            syntax.by_specs_note(&profile.keys)
         ));
+    }
+    if alias {
+        notes.push(format!(
+            "the server's own MSETEX is renamed away (rename-command): this module serves \
+             MSETEX calls in its place, as '{name}' (the server cannot give a module the name \
+             of a command it renamed; grant '{name}' or its categories in ACL rules)"
+        ));
+    }
+    if profile.unload_guard == UnloadGuard::Module && !environment.callable.has(ServerCommand::Acl)
+    {
+        notes.push(
+            "ACL is renamed away (rename-command): MODULE UNLOAD will be refused, since the module \
+             cannot tell whether ACL rules name its commands (this server would crash unloading \
+             them)"
+                .to_owned(),
+        );
     }
     let on = server.map_or_else(|| "an unidentified server".to_owned(), Server::describe);
     let registered = format!(
         "command '{name}' registered on {on} (SYNTAX {})",
         syntax.label().to_string_lossy().to_uppercase()
     );
-
-    // Every key MSETEX cannot write through the key API is written by the
-    // server's MSET, and REPLICATE SET sends SET.
-    let needed = [Some(c"MSET"), options.replicate.sends()]
-        .into_iter()
-        .flatten()
-        .map(|command| (command, missing_command(command, command != c"MSET")))
-        .collect();
+    let module = Module {
+        name: name.to_owned(),
+        name_c: c_name("")?,
+        syntax,
+        replicate: options.replicate,
+        replication,
+        acl: AclCheck::Unavailable,
+        cluster: environment.cluster,
+        counter_c: name_of(Role::ChangesCounter),
+        names: commands
+            .iter()
+            .map(|command| command.name.clone())
+            .collect(),
+        alias,
+        profile: profile.clone(),
+    };
     Ok(Plan::Register(Box::new(Registrations {
-        needed,
-        atomic_slot_migration: profile.atomic_slot_migration,
-        signal_on_close: profile.signal_on_close,
+        options: module_options,
         commands,
         module,
         shortcut_allowed: profile.shortcut_allowed,
@@ -196,48 +226,119 @@ pub fn plan(
     })))
 }
 
-/// The load error when the server lacks `command` under its own name.
-fn missing_command(command: &CStr, replicated: bool) -> String {
-    format!(
-        "MSETEX needs the server's {} command, which this server does not have under that name \
-         (rename-command?){}",
-        command.to_string_lossy(),
-        if replicated {
-            "; REPLICATE MSETEX does not replicate through SET"
-        } else {
-            ""
-        }
-    )
+/// Every server command a call may run or replicate must be there under its
+/// own name: a call never writes a key and then fails on a renamed command.
+/// Where one is missing, the profile already took a path without it if
+/// there is one (the built-in MSETEX); otherwise the load is refused.
+fn check_commands(
+    profile: &Profile,
+    replication: &Replication,
+    environment: Environment,
+) -> Result<(), String> {
+    let per_key_set = !profile.key_api_writes;
+    let needs = [
+        (
+            ServerCommand::Mset,
+            profile.key_api_writes && !profile.builtin_batch,
+            "writes the values the key API cannot store as SET does (integers, strings SET \
+             embeds)",
+        ),
+        (
+            ServerCommand::Set,
+            per_key_set,
+            "writes every key on this server",
+        ),
+        (
+            ServerCommand::Set,
+            profile.past_deadline == crate::server::PastDeadline::DecidedBySet,
+            "decides, key by key, what a deadline in the past does on this server",
+        ),
+        (
+            ServerCommand::Set,
+            *replication == Replication::PerKey,
+            "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
+        ),
+    ];
+    match needs
+        .iter()
+        .find(|(command, needed, _)| *needed && !environment.callable.has(*command))
+    {
+        Some((command, _, why)) => Err(format!(
+            "this server has no '{}' command under that name (rename-command?), which MSETEX \
+             needs: it {why}; restore the command's name or load the module elsewhere",
+            command.name().to_string_lossy()
+        )),
+        None => Ok(()),
+    }
 }
 
-/// Where the server has its own MSETEX (Redis 8.4+, Valkey 9.1+) and the
-/// module would take its name: the built-in's own syntax leaves it to the
-/// built-in (`Some`: the log line); the TTL form cannot be registered
-/// there.
-fn builtin_serves(
+/// The name MSETEX is registered under where it serves the calls of a
+/// built-in MSETEX renamed away, and the default name is taken.
+pub const REPLACEMENT_NAME: &str = "msetex.nk";
+
+/// What the command is called.
+enum Naming {
+    /// The server's own MSETEX serves (the log line).
+    StepAside(String),
+    /// Register it as `name`; `alias`: the command filter also sends it the
+    /// calls of MSETEX, the built-in renamed away.
+    Register { name: String, alias: bool },
+}
+
+/// Where the server has its own MSETEX (Redis 8.4+, Valkey 9.1+), the
+/// built-in's syntax under its name leaves the calls to the built-in; where
+/// the built-in is renamed away, the module serves its calls, under another
+/// name (`RedisModule_CreateCommand` under the original name of a renamed
+/// command crashes Redis 8.6 and Valkey 9.1); the TTL form cannot take the
+/// name there (typed clients send the numkeys form). A name without a dot
+/// that could be a server command renamed away is refused for the same
+/// reason.
+fn naming(
     server: Option<&Server>,
+    profile: &Profile,
     options: &LoadOptions,
-) -> Result<Option<String>, String> {
-    let Some(server) = server.filter(|s| s.has_builtin_msetex()) else {
-        return Ok(None);
-    };
-    if !options.default_name() {
-        return Ok(None);
-    }
-    if options.syntax.is_builtins() {
-        Ok(Some(format!(
-            "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \
-             registers nothing (the same redis.conf works before and after the upgrade)",
-            server.describe()
-        )))
-    } else {
-        Err(format!(
-            "{} has a built-in MSETEX that takes numkeys first, so this module cannot \
-             register its TTL-first 'msetex' there (the built-in would read those calls \
-             differently); load it under another name (COMMAND-NAME msetex.ttl), or with \
-             SYNTAX NUMKEYS to let the built-in serve",
-            server.describe()
-        ))
+    environment: Environment,
+) -> Result<Naming, String> {
+    let name = options.command_name.clone();
+    let builtin = server.filter(|s| s.has_builtin_msetex());
+    let replaces = options.syntax == Syntax::Numkeys && profile.builtin == Builtin::RenamedAway;
+    match builtin {
+        Some(server) if options.default_name() => match (options.syntax, profile.builtin) {
+            (Syntax::Numkeys, Builtin::Serving) => Ok(Naming::StepAside(format!(
+                "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \
+                 registers nothing (the same redis.conf works before and after the upgrade)",
+                server.describe()
+            ))),
+            (Syntax::Numkeys, _) => Ok(Naming::Register {
+                name: REPLACEMENT_NAME.to_owned(),
+                alias: true,
+            }),
+            (Syntax::Ttl, _) => Err(format!(
+                "{} has a built-in MSETEX that takes numkeys first, so this module cannot \
+                 register its TTL-first 'msetex' there (typed clients send the numkeys form); \
+                 load it under another name (COMMAND-NAME msetex.ttl), or with SYNTAX NUMKEYS",
+                server.describe()
+            )),
+        },
+        _ if options.default_name() || name.contains('.') => Ok(Naming::Register {
+            name,
+            alias: replaces,
+        }),
+        _ => match environment.name_in_use {
+            Some(false) => Ok(Naming::Register {
+                name,
+                alias: replaces,
+            }),
+            Some(true) => Err(format!(
+                "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \
+                 module cannot take it): choose another one, with a dot (app.{name})"
+            )),
+            None => Err(format!(
+                "cannot tell whether COMMAND-NAME '{name}' names a server command renamed away \
+                 (ACL CAT, which lists them, is renamed away), which a module cannot take: \
+                 choose a name with a dot (app.{name})"
+            )),
+        },
     }
 }
 

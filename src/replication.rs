@@ -3,9 +3,10 @@
 //!
 //! Two modes (load argument `REPLICATE`, [`Replicate`]): `SET` sends each
 //! key as its own native `SET key value PXAT ms` (`SET key value KEEPTTL`
-//! for KEEPTTL, `SET key value` for a call without TTL); `MSETEX` sends each call
-//! as one command with its absolute deadline ([`PerCallCommand`], in the
-//! form its syntax chose: [`ReplicatedForm`]). Either way, this module decides per call
+//! for KEEPTTL, `SET key value` for a call without TTL); `MSETEX` sends each
+//! call as one command with its absolute deadline. Where the server runs
+//! MSETEX natively, both send the built-in's own command ([`Replication`],
+//! decided once at load). Either way, this module decides per call
 //! whether anything can receive what is replicated at all, because
 //! `RedisModule_Replicate` costs a command lookup and allocations (about
 //! 350 ns) even when the server then drops the command.
@@ -21,13 +22,14 @@
 //! replicated at all: changes are counted with RedisModule_ReplicateVerbatim,
 //! which the server then drops, provably, before it reaches any stream.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ffi::{Arg, Ctx, OwnedString};
 use crate::outcome::Abort;
+use crate::server::Profile;
 use crate::syntax::apply::{APPLY_KEEP, APPLY_PERSIST};
-use crate::syntax::{ReplicatedForm, Resolved};
+use crate::syntax::Resolved;
 
 // ---------------------------------------------------------------------------
 // The modes
@@ -61,32 +63,84 @@ impl Replicate {
             .into_iter()
             .find(|mode| value.eq_ignore_ascii_case(&mode.label().to_string_lossy()))
     }
+}
 
-    /// The server commands this mode sends, which must not have been
-    /// renamed away (or a call could write without replicating).
-    pub fn sends(self) -> Option<&'static CStr> {
-        match self {
-            Replicate::Set => Some(c"SET"),
-            Replicate::Msetex => None,
+/// What each call sends, decided once at load from the mode, the syntax
+/// and the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replication {
+    /// `SET key value <expiry>` per key (REPLICATE SET).
+    PerKey,
+    /// The whole call as one command after the last write.
+    PerCall { command: CString, form: CallForm },
+}
+
+/// The shape of the one command a call is replicated as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallForm {
+    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: the
+    /// module's own command, whose key spec says exactly where its keys are.
+    Apply,
+    /// `<command> numkeys key value ... [PXAT deadline | KEEPTTL]`: the
+    /// built-in MSETEX's own form.
+    Numkeys,
+}
+
+impl Replication {
+    /// Where the server runs the built-in MSETEX natively and nothing drops
+    /// it (`Profile::native_replication`), both modes send it: one native
+    /// command per call, which replicas and AOF loading run without the
+    /// module. Otherwise REPLICATE SET sends SET per key, and REPLICATE
+    /// MSETEX the NUMKEYS form under the module's own name `msetex` outside
+    /// cluster mode (replicas of Redis 8.4+ / Valkey 9.1+ run it natively),
+    /// else `<name>.apply` (a slot migration's filter reads its keys).
+    /// `numkeys_as_msetex`: the NUMKEYS form is registered as `msetex`
+    /// (where the server has no MSETEX of its own); `apply`: the name of
+    /// the module's replication command, `<name>.apply`.
+    pub fn decide(
+        mode: Replicate,
+        numkeys_as_msetex: bool,
+        profile: &Profile,
+        cluster: bool,
+        apply: &CStr,
+    ) -> Replication {
+        let call = |command: &CStr, form| Replication::PerCall {
+            command: command.to_owned(),
+            form,
+        };
+        if profile.native_replication {
+            return call(c"MSETEX", CallForm::Numkeys);
+        }
+        match mode {
+            Replicate::Set => Replication::PerKey,
+            Replicate::Msetex if numkeys_as_msetex && !cluster => {
+                call(c"msetex", CallForm::Numkeys)
+            }
+            Replicate::Msetex => call(apply, CallForm::Apply),
         }
     }
 
     /// True when calls are replicated as one command, whose key-API writes
     /// are counted through the changes counter (`<name>.changes`).
-    pub fn counts_changes(self) -> bool {
-        self == Replicate::Msetex
+    pub fn counts_changes(&self) -> bool {
+        matches!(self, Replication::PerCall { .. })
     }
 
-    /// What the log says at load time; `sent`: the command each call is
-    /// sent as, `native`: Redis 8.4+ / Valkey 9.1+ run it natively.
-    pub fn load_note(self, sent: &str, native: bool) -> Option<String> {
-        match self {
-            Replicate::Set => None,
-            Replicate::Msetex => Some(format!(
+    /// What the log says at load time.
+    pub fn load_note(&self, mode: Replicate) -> Option<String> {
+        match (self, mode) {
+            (Replication::PerKey, _) => None,
+            (Replication::PerCall { command, .. }, _) if command.as_c_str() == c"MSETEX" => Some(
+                "this server runs MSETEX itself: each call goes to replicas and the AOF as \
+                     one native MSETEX command, which they run without this module"
+                    .to_owned(),
+            ),
+            (Replication::PerCall { command, form }, _) => Some(format!(
                 "REPLICATE MSETEX: each call goes to replicas, the AOF and slot migrations as \
-                 one '{sent}' command; replicas, AOF loading and the nodes slots migrate to need \
+                 one '{}' command; replicas, AOF loading and the nodes slots migrate to need \
                  this module loaded with the same arguments{}",
-                if native {
+                command.to_string_lossy(),
+                if *form == CallForm::Numkeys {
                     " (or be Redis 8.4+ / Valkey 9.1+, which run it natively)"
                 } else {
                     ""
@@ -199,57 +253,65 @@ pub fn listeners_label(aof_on: bool) -> &'static CStr {
 // One call's replication
 
 /// How a key reached the keyspace, which decides what counts its change
-/// for RDB save points (`server.dirty`).
+/// for RDB save points (`server.dirty`) and what still has to be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WrittenBy {
-    /// The module's key API: nothing counted it yet.
+    /// The module's key API: nothing counted or sent it yet.
     KeyApi,
-    /// The server's own MSET (called by the module): MSET counted it.
-    Mset,
+    /// A server command the module called without replication (MSET, the
+    /// built-in MSETEX, SET): it counted the change, nothing was sent.
+    Command,
+    /// A server command the module called with replication (SET, `!`): it
+    /// counted the change and sent what it does itself.
+    ReplicatedCommand,
 }
 
-/// What this call replicates, decided once when the call starts.
-enum Plan {
+/// What this call sends, decided once when the call starts.
+enum Sends {
     /// Nobody listens: replicate nothing, count each key-API change.
     CountOnly,
     /// `REPLICATE SET`: each key as `SET key value <tail>`.
     PerKey,
-    /// `REPLICATE MSETEX`: the whole call as one command at the end; the
-    /// key-API writes are counted then.
-    PerCall { uncounted: usize },
+    /// The whole call as one command at the end, once some write needs it
+    /// (`pending`); the key-API writes are counted then.
+    PerCall { uncounted: usize, pending: bool },
 }
 
 /// The replication of one call: created before the first write, fed every
 /// write, finished after the last.
 pub struct Wire<'call> {
     ctx: &'call Ctx<'call>,
-    plan: Plan,
-    /// `SET key value <tail>` for [`Plan::PerKey`]: the strings after the
+    sends: Sends,
+    /// `SET key value <tail>` for [`Sends::PerKey`]: the strings after the
     /// value, created once per call.
     set_tail: Vec<OwnedString>,
     /// The call's expiry with its deadline resolved, once known.
     expiry: Option<Resolved>,
-    /// The changes counter (`<name>.changes`), in `REPLICATE MSETEX` mode.
+    /// The changes counter (`<name>.changes`), where each call is
+    /// replicated as one command.
     counter: Option<&'call CStr>,
 }
 
 impl<'call> Wire<'call> {
     /// `counter`: the changes counter, registered where
-    /// [`Replicate::counts_changes`].
+    /// [`Replication::counts_changes`].
     pub fn new(
         ctx: &'call Ctx<'call>,
-        replicate: Replicate,
+        replication: &Replication,
         counter: Option<&'call CStr>,
         aof_on: bool,
     ) -> Wire<'call> {
-        let plan = match replicate {
-            _ if nobody_listens(aof_on) => Plan::CountOnly,
-            Replicate::Set => Plan::PerKey,
-            Replicate::Msetex => Plan::PerCall { uncounted: 0 },
+        let sends = match replication {
+            _ if nobody_listens(aof_on) => Sends::CountOnly,
+            Replication::PerKey => Sends::PerKey,
+            Replication::PerCall { .. } => Sends::PerCall {
+                uncounted: 0,
+                pending: false,
+            },
         };
         Wire {
             ctx,
-            plan,
+            sends,
             set_tail: Vec::new(),
             expiry: None,
             counter,
@@ -260,7 +322,7 @@ impl<'call> Wire<'call> {
     /// is replicated). Fails only if the server cannot allocate two strings.
     pub fn set_expiry(&mut self, expiry: Resolved) -> Result<(), Abort> {
         self.expiry = Some(expiry);
-        if !matches!(self.plan, Plan::PerKey) {
+        if !matches!(self.sends, Sends::PerKey) {
             return Ok(());
         }
         // `SET key value <tail>`: SET's own form of each expiry.
@@ -280,45 +342,43 @@ impl<'call> Wire<'call> {
 
     /// `key` now holds `value`.
     pub fn written(&mut self, key: Arg, value: Arg, by: WrittenBy) -> Result<(), Abort> {
-        match (&mut self.plan, by) {
-            (Plan::CountOnly, WrittenBy::KeyApi) => self.ctx.count_change(),
-            (Plan::CountOnly, WrittenBy::Mset) => {}
-            (Plan::PerKey, _) => {
+        match (&mut self.sends, by) {
+            (_, WrittenBy::ReplicatedCommand) => {}
+            (Sends::CountOnly, WrittenBy::KeyApi) => self.ctx.count_change(),
+            (Sends::CountOnly, WrittenBy::Command) => {}
+            (Sends::PerKey, _) => {
                 if !self.ctx.replicate_set(key, value, &self.set_tail) {
                     return Err(Abort("replicate"));
                 }
             }
-            (Plan::PerCall { uncounted }, WrittenBy::KeyApi) => *uncounted += 1,
-            (Plan::PerCall { .. }, WrittenBy::Mset) => {}
+            (Sends::PerCall { uncounted, pending }, WrittenBy::KeyApi) => {
+                *uncounted += 1;
+                *pending = true;
+            }
+            (Sends::PerCall { pending, .. }, WrittenBy::Command) => *pending = true,
         }
         Ok(())
     }
 
-    /// `key` was deleted as SET deletes it when its deadline is past:
-    /// replicated as `DEL` or `UNLINK` (the server's choice), in every mode.
-    pub fn deleted(&mut self, key: Arg, unlink: bool) -> Result<(), Abort> {
-        if matches!(self.plan, Plan::CountOnly) {
-            self.ctx.count_change();
-        } else if !self.ctx.replicate_delete(key, unlink) {
-            return Err(Abort("replicate"));
-        }
-        Ok(())
-    }
-
-    /// Ends the call: in `REPLICATE MSETEX` mode, replicates `call` (the
-    /// whole call in its absolute form) and counts the key-API writes. The
-    /// command replicated counts one change itself.
-    pub fn finish(self, call: &PerCallCommand) -> Result<(), Abort> {
-        let Plan::PerCall { uncounted } = self.plan else {
+    /// Ends the call: where each call is replicated as one command and a
+    /// write needs it, replicates the call (its `pairs`, in its absolute
+    /// form) and counts the key-API writes. The command replicated counts
+    /// one change itself.
+    pub fn finish(self, replication: &Replication, pairs: &[Arg]) -> Result<(), Abort> {
+        let (
+            Sends::PerCall {
+                uncounted,
+                pending: true,
+            },
+            Replication::PerCall { command, form },
+        ) = (self.sends, replication)
+        else {
             return Ok(());
         };
         // Set with the first key written, which the caller checked.
         let expiry = self.expiry.ok_or(Abort("resolve the deadline"))?;
-        let (head, tail) = call.words(self.ctx, expiry)?;
-        if !self
-            .ctx
-            .replicate_command(call.name, &head, call.pairs, &tail)
-        {
+        let (head, tail) = words(self.ctx, *form, expiry, pairs.len() / 2)?;
+        if !self.ctx.replicate_command(command, &head, pairs, &tail) {
             return Err(Abort("replicate"));
         }
         if uncounted > 1 {
@@ -333,43 +393,30 @@ impl<'call> Wire<'call> {
     }
 }
 
-/// The one command `REPLICATE MSETEX` sends for a call.
-pub struct PerCallCommand<'a> {
-    /// The command to send: `<name>.apply`, or `msetex` for
-    /// [`ReplicatedForm::Builtin`].
-    pub name: &'a CStr,
-    pub form: ReplicatedForm,
-    pub pairs: &'a [Arg<'a>],
-}
-
-impl PerCallCommand<'_> {
-    /// The arguments before and after the pairs.
-    fn words(
-        &self,
-        ctx: &Ctx<'_>,
-        expiry: Resolved,
-    ) -> Result<(Vec<OwnedString>, Vec<OwnedString>), Abort> {
-        let numkeys = || ctx.string_from_i64((self.pairs.len() / 2) as i64);
-        let (head, tail) = match (self.form, expiry) {
-            (ReplicatedForm::Apply, Resolved::At(deadline)) => {
-                (vec![ctx.string_from_i64(deadline)], vec![])
-            }
-            (ReplicatedForm::Apply, Resolved::Keep) => (vec![ctx.string(APPLY_KEEP)], vec![]),
-            (ReplicatedForm::Apply, Resolved::Persist) => (vec![ctx.string(APPLY_PERSIST)], vec![]),
-            (ReplicatedForm::Builtin, Resolved::At(deadline)) => (
-                vec![numkeys()],
-                vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
-            ),
-            (ReplicatedForm::Builtin, Resolved::Keep) => {
-                (vec![numkeys()], vec![ctx.string(b"KEEPTTL")])
-            }
-            (ReplicatedForm::Builtin, Resolved::Persist) => (vec![numkeys()], vec![]),
-        };
-        let all = |words: Vec<Option<OwnedString>>| words.into_iter().collect::<Option<Vec<_>>>();
-        all(head)
-            .zip(all(tail))
-            .ok_or(Abort("allocate the replicated command"))
-    }
+/// The arguments of a call's one replicated command before and after its
+/// pairs.
+fn words(
+    ctx: &Ctx<'_>,
+    form: CallForm,
+    expiry: Resolved,
+    pairs: usize,
+) -> Result<(Vec<OwnedString>, Vec<OwnedString>), Abort> {
+    let numkeys = || ctx.string_from_i64(pairs as i64);
+    let (head, tail) = match (form, expiry) {
+        (CallForm::Apply, Resolved::At(deadline)) => (vec![ctx.string_from_i64(deadline)], vec![]),
+        (CallForm::Apply, Resolved::Keep) => (vec![ctx.string(APPLY_KEEP)], vec![]),
+        (CallForm::Apply, Resolved::Persist) => (vec![ctx.string(APPLY_PERSIST)], vec![]),
+        (CallForm::Numkeys, Resolved::At(deadline)) => (
+            vec![numkeys()],
+            vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
+        ),
+        (CallForm::Numkeys, Resolved::Keep) => (vec![numkeys()], vec![ctx.string(b"KEEPTTL")]),
+        (CallForm::Numkeys, Resolved::Persist) => (vec![numkeys()], vec![]),
+    };
+    let all = |words: Vec<Option<OwnedString>>| words.into_iter().collect::<Option<Vec<_>>>();
+    all(head)
+        .zip(all(tail))
+        .ok_or(Abort("allocate the replicated command"))
 }
 
 #[cfg(test)]

@@ -6,9 +6,13 @@
 //! whether module calls count keyspace hits, and whether the server asks a
 //! module for a command's keys from an I/O thread. Every such difference is
 //! decided here, once, at load time, from `INFO server` and a few config
-//! values; the rest of the module reads the profile.
+//! values and which of its commands it runs; the rest of the module reads
+//! the profile. Where the module cannot read a fact, the profile takes the
+//! choice that is safe whatever the fact is.
 //!
 //! Pure functions (no Redis types) so every server kind is unit-tested.
+
+use std::ffi::CStr;
 
 /// The server family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,16 +84,120 @@ fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
     Some((major, minor, patch))
 }
 
-/// Facts about the running server that only its configuration tells.
+/// Facts about the running server that only its configuration tells, as
+/// far as the module could read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Environment {
     /// `cluster-enabled yes`.
     pub cluster: bool,
-    /// `io-threads`.
-    pub io_threads: u32,
+    /// `io-threads`; `None` where the module could not read it (CONFIG
+    /// renamed away on a server without `RedisModule_ConfigGetNumeric`):
+    /// then taken as above 1, the choice that is safe either way.
+    pub io_threads: Option<u32>,
     /// `mem_allocator` is jemalloc, whose size classes the in-place check
     /// relies on.
     pub jemalloc: bool,
+    /// Which of the server commands the module may call run under their
+    /// own names (`rename-command` can take any of them away).
+    pub callable: Callable,
+    /// Whether the COMMAND-NAME asked for, where it has no dot, is the
+    /// original name of a server command (renamed away: a module cannot
+    /// take it); `None` where that could not be read.
+    pub name_in_use: Option<bool>,
+}
+
+/// The server commands the module calls or replicates: named once here,
+/// probed at load (`RedisModule_Call` with no arguments: an arity error
+/// means the command is there, an unknown command that it was renamed
+/// away), and each path that needs one is chosen only where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerCommand {
+    /// The batch of keys the key API cannot write as SET would.
+    Mset,
+    /// Redis 6.2's writes, Valkey 8+'s past deadlines, and what
+    /// REPLICATE SET sends.
+    Set,
+    /// The built-in MSETEX (Redis 8.4+, Valkey 9.1+): Valkey's batch, the
+    /// native replicated form, and whether the module steps aside.
+    Msetex,
+    /// `ACL LIST`, read before MODULE UNLOAD where an unload with rules
+    /// naming the module's commands would crash the server.
+    Acl,
+}
+
+impl ServerCommand {
+    pub const ALL: [ServerCommand; 4] = [
+        ServerCommand::Mset,
+        ServerCommand::Set,
+        ServerCommand::Msetex,
+        ServerCommand::Acl,
+    ];
+
+    pub fn name(self) -> &'static CStr {
+        match self {
+            ServerCommand::Mset => c"MSET",
+            ServerCommand::Set => c"SET",
+            ServerCommand::Msetex => c"MSETEX",
+            ServerCommand::Acl => c"ACL",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// The set of [`ServerCommand`]s a server runs under their own names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Callable(u8);
+
+impl Callable {
+    /// Every command there (what the unit tests start from).
+    #[cfg(test)]
+    pub const ALL: Callable = Callable(0b1111);
+
+    /// The commands for which `probe` says yes.
+    pub fn probe(mut probe: impl FnMut(ServerCommand) -> bool) -> Callable {
+        Callable(
+            ServerCommand::ALL
+                .into_iter()
+                .filter(|command| probe(*command))
+                .fold(0, |bits, command| bits | command.bit()),
+        )
+    }
+
+    pub fn has(self, command: ServerCommand) -> bool {
+        self.0 & command.bit() != 0
+    }
+
+    /// The same set without `command` (as `rename-command command ""`).
+    #[cfg(test)]
+    pub fn without(self, command: ServerCommand) -> Callable {
+        Callable(self.0 & !command.bit())
+    }
+}
+
+/// The server's own MSETEX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// Before Redis 8.4 / Valkey 9.1.
+    None,
+    /// There, under its name.
+    Serving,
+    /// This version has one, but not under its name (`rename-command
+    /// MSETEX ""`): the name is free for the module.
+    RenamedAway,
+}
+
+/// Who keeps MODULE UNLOAD from crashing the server when ACL rules still
+/// name one of the module's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnloadGuard {
+    /// Valkey 9.1+ refuses such an unload itself.
+    Server,
+    /// Everywhere else (Redis 6.2 to 8.6 and Valkey 7.2 to 8.1 crash then,
+    /// and an unknown server is taken to): the module refuses it.
+    Module,
 }
 
 /// What SET does when its deadline is already past.
@@ -160,7 +268,8 @@ pub struct Profile {
     /// Writing through the key API (StringSet, DMA, signals) leaves keys as
     /// SET does, and counting such a change is cheap. Not on Redis 6.2,
     /// where counting a change copies the whole call each time: every key
-    /// is then written by the server's own MSET.
+    /// is then written by the server's own SET, which also fires SET's
+    /// events in argument order.
     pub key_api_writes: bool,
     /// Where SET stores a string value, which decides whether one written
     /// in place is stored as SET would; `None`: never in place (no key API,
@@ -175,10 +284,13 @@ pub struct Profile {
     /// keys are signalled by closing them, and keys only looked at are
     /// opened for reading.
     pub signal_on_close: bool,
-    /// Valkey 9.1+: the built-in MSETEX writes each key as SET does (SET's
-    /// encoding, the deadline kept in place, `set` then `expire` per key):
-    /// the keys the key API cannot write go through it instead of MSET and
-    /// a deadline afterwards. (Redis 8.6's fires `expire` before `set`.)
+    /// The server's own MSETEX, and whether it is there under its name.
+    pub builtin: Builtin,
+    /// Valkey 9.1+ with its built-in under its name: the built-in writes
+    /// each key as SET does (SET's encoding, the deadline kept in place,
+    /// `set` then `expire` per key), so the keys the key API cannot write
+    /// go through it instead of MSET and a deadline afterwards. (Redis
+    /// 8.6's fires `expire` before `set`.)
     pub builtin_batch: bool,
     /// Redis before 7.2: a key SET overwrites gets a fresh LRU clock (later
     /// servers keep the old one).
@@ -196,11 +308,15 @@ pub struct Profile {
     /// The server reads a keynum key spec with a step of 2 (the built-in
     /// MSETEX's): Redis 8.4+, Valkey 9.1+. Older ones read half the keys.
     pub keynum_steps: bool,
-    /// Valkey 9+: declare that the module handles atomic slot migration.
+    /// Replicas and the AOF of this server run the built-in MSETEX, and
+    /// nothing drops it: Redis 8.4+ / Valkey 9.1+ with the built-in under
+    /// its name, outside cluster mode (a slot migration's filter cannot
+    /// read the built-in's keys: Redis 8.6.3 drops it, losing the write).
+    pub native_replication: bool,
+    /// Valkey 9+: declare that the module handles atomic slot migration
+    /// (the server refuses to migrate slots otherwise).
     pub atomic_slot_migration: bool,
-    /// What becomes of the TTL form's leading options where keys are
-    /// declared by key specifications only ([`KeysDeclared::BySpecs`]).
-    pub ttl_options: TtlOptions,
+    pub unload_guard: UnloadGuard,
 }
 
 /// How the server learns where a call's keys are.
@@ -212,9 +328,33 @@ pub enum KeysDeclared {
     /// back from an I/O thread to learn its keys (Redis 8.2+ with
     /// io-threads; Valkey 8+ in cluster mode with io-threads, Valkey 9 in
     /// cluster mode), where the module context it creates races the main
-    /// thread. Exact for `MSETEX seconds key value ...` and for the NUMKEYS
-    /// form outside cluster mode; other calls are refused (see `command`).
-    BySpecs,
+    /// thread. Calls whose options a key spec cannot step over are handled
+    /// by the command filter before the server reads their keys, as
+    /// `moved` says.
+    BySpecs {
+        moved: MovedKeys,
+        /// The NUMKEYS form's keynum spec describes its calls exactly:
+        /// where the server reads a keynum spec with its step (Redis 8.4+)
+        /// and routes by key specs (Redis; Valkey routes a module command
+        /// by its legacy key range).
+        keynum_exact: bool,
+    },
+}
+
+/// What the command filter does with a call whose options would be read as
+/// keys by a key spec (`MSETEX NX PX 100 k v`, `MSETEX 1 k v EX 60` where
+/// the keynum spec is not exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MovedKeys {
+    /// Packs the options into one argument before the server reads the
+    /// keys (see `syntax::pack`): Valkey, which looks a command and its
+    /// slot up again after a filter rewrote it, and Redis outside cluster
+    /// mode (no routing; ACL reads keys after the filter).
+    Packed,
+    /// Redis 8.2+ in cluster mode with io-threads routes a command by the
+    /// keys its I/O threads read before any filter ran, even after a filter
+    /// rewrote it: the filter refuses such a call, with nothing written.
+    Refused,
 }
 
 /// How the server words the errors MSETEX shares with its commands.
@@ -227,48 +367,16 @@ pub enum Wording {
     Valkey,
 }
 
-/// How a TTL-form call with options (`MSETEX NX PX 100 k v`) reaches the
-/// module, whose keys are not where a key specification can say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TtlOptions {
-    /// The getkeys callback declares the keys: nothing to do.
-    Declared,
-    /// The command filter packs the options into one argument before the
-    /// server reads the keys (see `syntax::pack_options`): Valkey, which
-    /// reads keys again after a filter rewrote a command, and Redis outside
-    /// cluster mode (no routing; ACL reads keys after the filter).
-    Packed,
-    /// Redis 8.2+ in cluster mode with io-threads routes a command by the
-    /// keys its I/O threads read before any filter ran, even after a filter
-    /// rewrote it: the filter turns such a call into one without keys,
-    /// which refuses it, so that nothing is redirected by a misread key.
-    Refused,
-}
-
 impl Profile {
     /// The profile of `server` (unknown: the most careful choices) running
     /// with `environment`.
     pub fn new(server: Option<&Server>, environment: Environment) -> Profile {
         let Some(server) = server else {
-            return Profile {
-                wording: Wording::Redis,
-                keys: KeysDeclared::BySpecs,
-                key_api_writes: false,
-                in_place: None,
-                fires_overwritten: false,
-                signal_on_close: false,
-                builtin_batch: false,
-                fresh_lru_on_overwrite: false,
-                past_deadline: PastDeadline::Store,
-                condition_counts_access: false,
-                keynum_steps: false,
-                shortcut_allowed: false,
-                atomic_slot_migration: false,
-                ttl_options: TtlOptions::Packed,
-            };
+            return Profile::careful(environment);
         };
         let redis = server.product == Product::Redis;
-        let io_threads = environment.io_threads > 1;
+        // Unreadable: taken as above 1, where keys are declared by specs.
+        let io_threads = environment.io_threads.is_none_or(|n| n > 1);
         let keys_on_io_threads = if redis {
             // Redis moved key lookups into its I/O threads after 8.0.
             server.at_least((8, 2), (0, 0)) && io_threads
@@ -292,7 +400,15 @@ impl Profile {
         } else {
             PastDeadline::Store
         };
-        let valkey_9 = !redis && server.at_least((0, 0), (9, 0));
+        let builtin = match (
+            server.has_builtin_msetex(),
+            environment.callable.has(ServerCommand::Msetex),
+        ) {
+            (false, _) => Builtin::None,
+            (true, true) => Builtin::Serving,
+            (true, false) => Builtin::RenamedAway,
+        };
+        let keynum_steps = server.has_builtin_msetex();
         Profile {
             wording: match server.product {
                 Product::Redis if server.version < (7, 0, 0) => Wording::Redis62,
@@ -300,7 +416,14 @@ impl Profile {
                 Product::Valkey => Wording::Valkey,
             },
             keys: if keys_on_io_threads {
-                KeysDeclared::BySpecs
+                KeysDeclared::BySpecs {
+                    moved: if redis && environment.cluster {
+                        MovedKeys::Refused
+                    } else {
+                        MovedKeys::Packed
+                    },
+                    keynum_exact: keynum_steps && redis,
+                }
             } else {
                 KeysDeclared::ByCallback
             },
@@ -308,18 +431,60 @@ impl Profile {
             in_place,
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
-            builtin_batch: !redis && server.at_least((0, 0), (9, 1)),
+            builtin,
+            builtin_batch: !redis && builtin == Builtin::Serving,
             fresh_lru_on_overwrite: redis && server.version < (7, 2, 0),
             past_deadline,
             condition_counts_access: redis && server.version < (7, 0, 0),
-            keynum_steps: server.has_builtin_msetex(),
+            keynum_steps,
             shortcut_allowed: !environment.cluster,
-            atomic_slot_migration: valkey_9,
-            ttl_options: match (keys_on_io_threads, redis && environment.cluster) {
-                (false, _) => TtlOptions::Declared,
-                (true, false) => TtlOptions::Packed,
-                (true, true) => TtlOptions::Refused,
+            native_replication: builtin == Builtin::Serving && !environment.cluster,
+            atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
+            unload_guard: if !redis && server.at_least((0, 0), (9, 1)) {
+                UnloadGuard::Server
+            } else {
+                UnloadGuard::Module
             },
+        }
+    }
+
+    /// An unidentified server: every choice the one that is safe whatever
+    /// the server is.
+    fn careful(environment: Environment) -> Profile {
+        Profile {
+            wording: Wording::Redis,
+            keys: KeysDeclared::BySpecs {
+                moved: if environment.cluster {
+                    MovedKeys::Refused
+                } else {
+                    MovedKeys::Packed
+                },
+                keynum_exact: false,
+            },
+            key_api_writes: false,
+            in_place: None,
+            fires_overwritten: false,
+            signal_on_close: false,
+            builtin: Builtin::None,
+            builtin_batch: false,
+            fresh_lru_on_overwrite: false,
+            past_deadline: PastDeadline::Store,
+            condition_counts_access: false,
+            keynum_steps: false,
+            shortcut_allowed: false,
+            native_replication: false,
+            atomic_slot_migration: false,
+            unload_guard: UnloadGuard::Module,
+        }
+    }
+
+    /// True where the TTL form's leading options or the NUMKEYS form's
+    /// trailing ones would be read as keys, so that the command filter
+    /// packs or refuses such calls.
+    pub fn moves_keys(&self) -> Option<MovedKeys> {
+        match self.keys {
+            KeysDeclared::ByCallback => None,
+            KeysDeclared::BySpecs { moved, .. } => Some(moved),
         }
     }
 }

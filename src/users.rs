@@ -273,43 +273,8 @@ pub fn before_sleep(ctx: &Ctx<'_>) {
 /// Redis 7.2 crashes replaying rules that name a removed command, so the
 /// unload is refused while some user's rules name MSETEX (the log says so).
 pub fn on_unload(ctx: &Ctx<'_>) -> bool {
-    let Some(module) = config::get() else {
-        return true;
-    };
-    match module.acl {
-        AclCheck::Translated => correct(ctx, module, acl::Goal::Unloadable),
-        AclCheck::ByServer => {
-            let Some(CallValue::Array(users)) = ctx.call(c"ACL", &[b"USERS"]) else {
-                return true;
-            };
-            let naming: Vec<String> = users
-                .iter()
-                .filter_map(|user| match user {
-                    CallValue::Text(name) => Some(name),
-                    _ => None,
-                })
-                .filter(|name| {
-                    ctx.call(c"ACL", &[b"GETUSER", name])
-                        .and_then(|reply| described_user(&reply))
-                        .is_some_and(|user| {
-                            let names = |rules: &str| acl::names_command(rules, &module.name);
-                            names(&user.root.commands)
-                                || user.selectors.iter().any(|s| names(&s.commands))
-                        })
-                })
-                .map(|name| String::from_utf8_lossy(name).into_owned())
-                .collect();
-            if naming.is_empty() {
-                return true;
-            }
-            ctx.log_warning(&format!(
-                "msetex: MODULE UNLOAD refused: the ACL rules of {} name '{}', and this server \
-                 would crash replaying them once the command is gone; remove those rules first",
-                naming.join(", "),
-                module.name
-            ));
-            false
-        }
-        AclCheck::Unavailable => true,
+    match config::get() {
+        Some(module) => correct(ctx, module, acl::Goal::Unloadable),
+        None => true,
     }
 }

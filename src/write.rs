@@ -28,7 +28,9 @@
 
 use std::ffi::CStr;
 
-use crate::ffi::{Arg, Contents, Ctx, EventClass, Key, OwnedString, Touch};
+use crate::ffi::{
+    Arg, Contents, Ctx, EventClass, Head, Key, OwnedString, Propagation, Touch, Values,
+};
 use crate::outcome::Abort;
 use crate::replication::{Wire, WrittenBy};
 #[cfg(doc)]
@@ -73,40 +75,64 @@ pub fn write_all<'c>(
     outcome.map(|()| writer.written)
 }
 
-/// Writes every pair with the server's own `SET key value PXAT deadline`,
+/// How [`write_with_set`] writes: on Redis 6.2 every key, replicated by
+/// SET itself (REPLICATE SET) or once per call by the module; for a
+/// deadline that may be past on Valkey 8+, as SET decides (it may delete
+/// the key), replicated by SET itself in either mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetWrite {
+    /// SET, as it does for a client (`!`): what it stored, counted for RDB
+    /// save points too.
+    EveryKeyReplicatedBySet,
+    /// The module replicates the call once ([`Wire::finish`]).
+    EveryKeyReplicatedByModule,
+    /// SET stores the key or deletes it, and replicates that itself (the
+    /// `DEL` or `UNLINK` of a deleted key included).
+    AsSetDecides,
+}
+
+/// Writes every pair with the server's own `SET key value <expiry>`: on
+/// Redis 6.2 (SET's events in argument order, its encoding, its LFU), and
 /// for a deadline that may be past (see [`PastDeadline::DecidedBySet`]):
-/// SET stores the key, or deletes it at once, and fires its events; the
-/// module replicates what it did (the key as written, or a DEL or UNLINK,
-/// per `lazyfree-lazy-expire`, as SET's), and signals each key again as the
-/// caller. Returns how many keys were written.
-pub fn write_as_set<'c>(
+/// SET stores the key, or deletes it at once, and fires its events. Each
+/// key is signalled again as the caller. Returns how many keys are there
+/// afterwards.
+pub fn write_with_set<'c>(
     ctx: &'c Ctx<'c>,
     pairs: &[Arg<'c>],
-    deadline: i64,
+    expiry: Resolved,
+    how: SetWrite,
     wire: &mut Wire<'c>,
 ) -> Result<usize, Abort> {
-    wire.set_expiry(Resolved::At(deadline))?;
-    let tail: Vec<OwnedString> = [ctx.string(b"PXAT"), ctx.string_from_i64(deadline)]
-        .into_iter()
-        .collect::<Option<_>>()
-        .ok_or(Abort("allocate the arguments"))?;
-    let unlink = ctx.config_is_yes(c"lazyfree-lazy-expire");
-    let exists = |key: Arg<'c>| ctx.open_key_to_read(key).is_some_and(|h| !h.is_empty());
+    wire.set_expiry(expiry)?;
+    let tail: Vec<OwnedString> = match expiry {
+        Resolved::At(deadline) => vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
+        Resolved::Keep => vec![ctx.string(b"KEEPTTL")],
+        Resolved::Persist => Vec::new(),
+    }
+    .into_iter()
+    .collect::<Option<_>>()
+    .ok_or(Abort("allocate the arguments"))?;
+    let (propagation, by) = match how {
+        SetWrite::EveryKeyReplicatedByModule => (Propagation::ByModule, WrittenBy::Command),
+        _ => (Propagation::ByCommand, WrittenBy::ReplicatedCommand),
+    };
     let mut written = 0;
     for pair in pairs.chunks_exact(2) {
         let [key, value] = pair else {
             continue;
         };
-        let existed = exists(*key);
-        if !ctx.call_with_pairs(c"SET", false, pair, true, &tail) {
+        if !ctx.call_with_pairs(c"SET", Head::None, pair, Values::Fresh, propagation, &tail) {
             return Err(Abort("write the key with SET"));
         }
         ctx.signal_modified(*key);
-        if exists(*key) {
-            wire.written(*key, *value, WrittenBy::Mset)?;
+        // Looking at a key whose deadline passed would expire it: only
+        // where SET may have deleted it.
+        let there = how != SetWrite::AsSetDecides
+            || ctx.open_key_to_read(*key).is_some_and(|h| !h.is_empty());
+        if there {
+            wire.written(*key, *value, by)?;
             written += 1;
-        } else if existed {
-            wire.deleted(*key, unlink)?;
         }
     }
     Ok(written)
@@ -349,7 +375,7 @@ impl<'c> Writer<'_, 'c> {
             Expiry::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_in_runs(batch, c"MSET", false, &[])?;
+        self.call_in_runs(batch, c"MSET", Head::None, &[])?;
         for (index, (key, value, lfu)) in batch.entries().enumerate() {
             let mut handle = self
                 .ctx
@@ -367,7 +393,7 @@ impl<'c> Writer<'_, 'c> {
             if self.expiry.fires_expire() {
                 self.ctx.notify(EventClass::Generic, c"expire", key);
             }
-            self.wire.written(key, value, WrittenBy::Mset)?;
+            self.wire.written(key, value, WrittenBy::Command)?;
             self.written += 1;
         }
         Ok(())
@@ -391,7 +417,7 @@ impl<'c> Writer<'_, 'c> {
             .into_iter()
             .collect::<Option<_>>()
             .ok_or(Abort("allocate the arguments"))?;
-        self.call_in_runs(batch, c"MSETEX", true, &tail)?;
+        self.call_in_runs(batch, c"MSETEX", Head::Numkeys, &tail)?;
         if relative.is_some() {
             // The TTL ran from the command's clock, as SET's: read the
             // deadline it gave.
@@ -409,7 +435,7 @@ impl<'c> Writer<'_, 'c> {
             }
             // As for MSET: signalled again as the caller.
             self.ctx.signal_modified(key);
-            self.wire.written(key, value, WrittenBy::Mset)?;
+            self.wire.written(key, value, WrittenBy::Command)?;
             self.written += 1;
         }
         Ok(())
@@ -421,7 +447,7 @@ impl<'c> Writer<'_, 'c> {
         &self,
         batch: &Batch<'c>,
         command: &CStr,
-        numkeys: bool,
+        head: Head,
         tail: &[OwnedString],
     ) -> Result<(), Abort> {
         let flat = batch.flat();
@@ -437,9 +463,14 @@ impl<'c> Writer<'_, 'c> {
                 end += 2;
             }
             let run = flat.get(start..end).ok_or(Abort("split the batch"))?;
+            let values = if run_is_integers {
+                Values::Fresh
+            } else {
+                Values::AsTheyAre
+            };
             if !self
                 .ctx
-                .call_with_pairs(command, numkeys, run, run_is_integers, tail)
+                .call_with_pairs(command, head, run, values, Propagation::ByModule, tail)
             {
                 return Err(Abort("write the keys with the server's command"));
             }

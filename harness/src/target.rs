@@ -197,6 +197,16 @@ impl Target {
         self.at_least(Some((8, 4)), Some((9, 1)))
     }
 
+    /// Whether the module replicates each call as one native MSETEX (the
+    /// built-in's own command, which replicas and AOF loading run without
+    /// the module), whatever REPLICATE says: Redis 8.4+ and Valkey 9.1+
+    /// with the built-in under its name, outside cluster mode (a slot
+    /// migration's filter cannot read the built-in's keys: Redis 8.6.3
+    /// drops it, see resharding.rs).
+    pub fn replicates_natively(&self, cluster: bool) -> bool {
+        self.has_builtin_msetex() && !cluster
+    }
+
     /// Whether this server, in cluster mode with `io_threads`, routes a
     /// command by the keys its I/O threads read before module command
     /// filters run, even after a filter rewrote the command: Redis 8.2+

@@ -39,48 +39,77 @@ macro_rules! call_fixed {
     };
 }
 
+/// Whether a server command the module runs puts a pair count first (the
+/// built-in MSETEX) or not (MSET, SET).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    None,
+    Numkeys,
+}
+
+/// How the values reach the server command: the argument objects as they
+/// are (already in SET's encoding), or fresh copies the command may
+/// re-encode (integers: the server only converts an object it holds alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
+    AsTheyAre,
+    Fresh,
+}
+
+/// Whether the server command the module runs replicates what it does
+/// itself (`RedisModule_Call`'s `!`), or leaves replication to the module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    ByModule,
+    ByCommand,
+}
+
 impl<'call> Ctx<'call> {
     /// Runs the server's own `command [numkeys] key value ... tail...` on
-    /// `flat` (keys and values alternating), without replicating it: MSET,
-    /// or the built-in MSETEX (`numkeys`: the pair count goes first). It
-    /// stores each value as SET would (`int`, shared integers, embedded
-    /// strings), fires SET's events and signals each key. False if it failed.
+    /// `flat` (keys and values alternating): MSET, the built-in MSETEX, or
+    /// SET with one pair. It stores each value as SET would (`int`, shared
+    /// integers, embedded strings), fires SET's events and signals each
+    /// key. False if it failed.
     ///
-    /// The server can only re-encode a value (into `int`) when it holds the
-    /// value object alone, so `fresh_values` passes copies of the values,
-    /// made by the server for the call (`b` format, in calls of fixed size);
-    /// otherwise the argument objects themselves are passed, already in
-    /// SET's encoding.
+    /// With [`Values::Fresh`] the server copies the values' bytes for the
+    /// call (`b` format, in calls of fixed size, at most 64 pairs each).
     pub fn call_with_pairs(
         &self,
         command: &CStr,
-        numkeys: bool,
+        head: Head,
         flat: &[Arg<'call>],
-        fresh_values: bool,
+        values: Values,
+        propagation: Propagation,
         tail: &[OwnedString],
     ) -> bool {
         let mut tail_ptrs: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
+        let bang = match propagation {
+            Propagation::ByModule => "",
+            Propagation::ByCommand => "!",
+        };
         let head = |pairs: usize| -> Option<Vec<OwnedString>> {
-            if numkeys {
-                Some(vec![self.string_from_i64(pairs as i64)?])
-            } else {
-                Some(Vec::new())
+            match head {
+                Head::Numkeys => Some(vec![self.string_from_i64(pairs as i64)?]),
+                Head::None => Some(Vec::new()),
             }
         };
-        if !fresh_values {
+        if values == Values::AsTheyAre {
             let Some(head) = head(flat.len() / 2) else {
+                return false;
+            };
+            let Ok(format) = CString::new(format!("{bang}v")) else {
                 return false;
             };
             let mut argv: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
             argv.extend(flat.iter().map(|arg| arg.ptr));
             argv.extend_from_slice(&tail_ptrs);
-            // SAFETY: format "v" takes an array of module strings and its
-            // length; every string is live for the call.
+            // SAFETY: format "v" (after an optional "!") takes an array of
+            // module strings and its length; every string is live for the call.
             let reply = unsafe {
                 (self.api.call)(
                     self.raw,
                     command.as_ptr(),
-                    c"v".as_ptr(),
+                    format.as_ptr(),
                     argv.as_mut_ptr(),
                     argv.len(),
                 )
@@ -102,7 +131,7 @@ impl<'call> Ctx<'call> {
                 .unwrap_or(1);
             let (chunk, more) = rest.split_at(size.min(rest.len()));
             rest = more;
-            let Ok(format) = CString::new(format!("v{}v", "sb".repeat(chunk.len()))) else {
+            let Ok(format) = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len()))) else {
                 return false;
             };
             let Some(head) = head(chunk.len()) else {
@@ -169,11 +198,6 @@ impl<'call> Ctx<'call> {
         // SAFETY: freed exactly once, not used afterwards.
         unsafe { (self.api.free_call_reply)(reply) };
         Some(value)
-    }
-
-    /// True when the config `name` is `yes` (CONFIG GET through the server).
-    pub fn config_is_yes(&self, name: &CStr) -> bool {
-        self.config(name).is_some_and(|value| value == "yes")
     }
 
     /// The value of the config `name` (CONFIG GET through the server).

@@ -22,8 +22,9 @@ pub trait Command {
     fn declare_keys(_positions: &KeyPositions, _args: &[Arg<'_>]) {}
 }
 
-/// How the command filter rewrites a command: the `replaced` arguments
-/// from `at` on become `with`.
+/// One step of a command filter's rewrite: the `replaced` arguments from
+/// `at` on become `with`. A rewrite is a list of them, applied in order
+/// (so that a later one's positions are those the earlier ones left).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgsChange {
     pub at: usize,
@@ -36,8 +37,9 @@ pub trait Hooks {
     /// Runs before every command (and the replication stream): whether the
     /// command named `name` may need rewriting. A few comparisons.
     fn filter_wants(name: &[u8]) -> bool;
-    /// The change to make to a command [`Hooks::filter_wants`] chose.
-    fn filter(args: &[&[u8]]) -> Option<ArgsChange>;
+    /// The changes to make to a command [`Hooks::filter_wants`] chose
+    /// (none: it runs as sent).
+    fn filter(args: &[&[u8]]) -> Vec<ArgsChange>;
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     /// Every cron tick (`hz` times a second).
@@ -149,9 +151,20 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
         if args.len() != usize::try_from(count).unwrap_or(0) {
             return;
         }
-        if let Some(change) = H::filter(&args) {
-            // SAFETY: filter is live; the positions exist (counted above).
-            unsafe { replace_args(api, filter, change.at, change.replaced, &change.with) };
+        let changes = H::filter(&args);
+        let mut argc = args.len();
+        for change in &changes {
+            if change.at + change.replaced > argc {
+                refuse_rewrite(api, filter);
+                return;
+            }
+            // SAFETY: filter is live; the positions exist (counted above,
+            // and kept count of through each change).
+            if !unsafe { replace_args(api, filter, change.at, change.replaced, &change.with) } {
+                refuse_rewrite(api, filter);
+                return;
+            }
+            argc = argc - change.replaced + change.with.len();
         }
     });
 }
@@ -182,10 +195,9 @@ unsafe fn filter_arg<'a>(
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
-/// Replaces the `count` arguments from position `at` on with `with`. If the
-/// server refuses a step (it cannot: the positions exist), the command
-/// becomes an unknown one, refused with nothing done, rather than run with
-/// some of its arguments changed.
+/// Replaces the `count` arguments from position `at` on with `with`; false
+/// if the server refused a step (it cannot: the positions exist), and the
+/// caller then makes sure the command does not run half rewritten.
 ///
 /// # Safety
 ///
@@ -197,11 +209,7 @@ unsafe fn replace_args(
     at: usize,
     count: usize,
     with: &[Vec<u8>],
-) {
-    let new_string = |bytes: &[u8]| {
-        // SAFETY: a NULL ctx makes the string the filter's to hand over.
-        unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
-    };
+) -> bool {
     let step = |index: usize, arg: Option<&Vec<u8>>, replace: bool| -> bool {
         let Ok(pos) = c_int::try_from(at + index) else {
             return false;
@@ -210,7 +218,7 @@ unsafe fn replace_args(
             // SAFETY: the position exists (the caller's contract).
             return unsafe { (api.command_filter_arg_delete)(filter, pos) } == OK;
         };
-        let string = new_string(arg);
+        let string = new_string(api, arg);
         if string.is_null() {
             return false;
         }
@@ -229,19 +237,30 @@ unsafe fn replace_args(
         status == OK
     };
     let kept = count.min(with.len());
-    let done = (0..kept).all(|i| step(i, with.get(i), true))
+    (0..kept).all(|i| step(i, with.get(i), true))
         && (kept..with.len()).all(|i| step(i, with.get(i), false))
-        && (with.len()..count).all(|_| step(with.len(), None, true));
-    if !done && at + kept > 0 {
-        let refused = new_string(b"msetex: the command could not be rewritten");
-        let replaced = !refused.is_null() && {
-            // SAFETY: position 0 exists; on success the command owns the string.
-            unsafe { (api.command_filter_arg_replace)(filter, 0, refused) == OK }
-        };
-        if !refused.is_null() && !replaced {
-            // SAFETY: not handed over; freed once.
-            unsafe { (api.free_string)(std::ptr::null_mut(), refused) };
-        }
+        && (with.len()..count).all(|_| step(with.len(), None, true))
+}
+
+/// A new module string holding `bytes`, for the filter to hand over.
+fn new_string(api: &Api, bytes: &[u8]) -> *mut RedisModuleString {
+    // SAFETY: a NULL ctx makes the string the filter's to hand over.
+    unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// A rewrite that failed half way: the command becomes an unknown one,
+/// refused with nothing done, rather than run with some of its arguments
+/// changed.
+fn refuse_rewrite(api: &Api, filter: *mut raw::RedisModuleCommandFilterCtx) {
+    let refused = new_string(api, b"msetex: the command could not be rewritten");
+    if refused.is_null() {
+        return;
+    }
+    // SAFETY: position 0 always exists; on success the command owns the string.
+    let replaced = unsafe { (api.command_filter_arg_replace)(filter, 0, refused) == OK };
+    if !replaced {
+        // SAFETY: not handed over; freed once.
+        unsafe { (api.free_string)(std::ptr::null_mut(), refused) };
     }
 }
 

@@ -136,6 +136,8 @@ module_api! {
         acl_check_key_permissions = RedisModule_ACLCheckKeyPermissions: fn(*mut RedisModuleUser, *mut RedisModuleString, c_int) -> c_int;
         // Redis 7.2+ / Valkey: which module options this server knows.
         get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
+        // Redis 8.0+: a server config read directly (whatever rename-command did).
+        config_get_numeric = RedisModule_ConfigGetNumeric: fn(*mut RedisModuleCtx, *const c_char, *mut c_longlong) -> c_int;
     }
 }
 
@@ -196,7 +198,7 @@ mod sds;
 pub use redis_module::raw::RedisModuleCtx as RawCtx;
 
 pub use acl::{acl_check_available, AclVerdict};
-pub use call::CallValue;
+pub use call::{CallValue, Head, Propagation, Values};
 pub use callbacks::{ArgsChange, Command, Hooks, InfoSection, InfoValue};
 pub use ctx::{Arg, ContextFlags, Ctx, EventClass, KeyPositions, OwnedString, Reply};
 pub use key::{Contents, Key, Touch};

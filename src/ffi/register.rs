@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use libc::c_int;
 use redis_module::raw::{self, RedisModuleCtx};
 
-use super::call::{config_get, reply_text};
+use super::call::{config_get, CallValue};
 use super::callbacks::{command_entry, command_filter, info_section, server_event};
 use super::callbacks::{Command, Hooks, InfoSection};
 use super::ctx::Ctx;
@@ -207,10 +207,20 @@ pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'sta
     found
 }
 
-/// `CONFIG GET name` at load time.
-pub fn load_config(ctx: *mut RedisModuleCtx, name: &CStr) -> Option<String> {
+/// A numeric server config at load time: read directly where the server
+/// offers that (Redis 8.0+), else with `CONFIG GET`; `None` when neither
+/// works (CONFIG renamed away on an older server).
+pub fn config_number(ctx: *mut RedisModuleCtx, name: &CStr) -> Option<i64> {
     let api = API.get()?;
-    config_get(ctx, api, name)
+    if let Some(get_numeric) = api.config_get_numeric {
+        let mut value: libc::c_longlong = 0;
+        // SAFETY: ctx is the load context; name is NUL-terminated; value is
+        // a valid out pointer.
+        if unsafe { get_numeric(ctx, name.as_ptr(), &mut value) } == OK {
+            return Some(value);
+        }
+    }
+    config_get(ctx, api, name).and_then(|value| value.trim().parse().ok())
 }
 
 /// True when the context flags say the server runs in cluster mode.
@@ -223,39 +233,50 @@ pub fn cluster_enabled(ctx: *mut RedisModuleCtx) -> bool {
     flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
 }
 
-/// True when `name` resolves to a command (COMMAND INFO knows it): the
-/// module checks at load time that the commands it calls or replicates
-/// were not renamed away by `rename-command`.
-pub fn command_exists(ctx: *mut RedisModuleCtx, name: &CStr) -> bool {
+/// True when the server runs `name` under that name (`rename-command` can
+/// take a command away): `RedisModule_Call` without arguments, which the
+/// server refuses with EINVAL (wrong arity) before running anything when
+/// the command is there, and with ENOENT when it is not. Anything else
+/// counts as not there.
+pub fn command_callable(ctx: *mut RedisModuleCtx, name: &CStr) -> bool {
     let Some(api) = API.get() else {
         return false;
     };
-    // SAFETY: format "cc" matches two C strings; ctx is the load context.
-    let reply = unsafe {
-        (api.call)(
-            ctx,
-            c"COMMAND".as_ptr(),
-            c"cc".as_ptr(),
-            c"INFO".as_ptr(),
-            name.as_ptr(),
-        )
-    };
-    if reply.is_null() {
-        return false;
+    // SAFETY: an empty format passes no arguments; ctx is the load context.
+    let reply = unsafe { (api.call)(ctx, name.as_ptr(), c"".as_ptr()) };
+    if !reply.is_null() {
+        // A command that takes no arguments ran: it is there.
+        // SAFETY: freed exactly once, not used afterwards.
+        unsafe { (api.free_call_reply)(reply) };
+        return true;
     }
-    // SAFETY: reply is live until freed below; elements belong to it.
-    let exists = unsafe {
-        (api.call_reply_length)(reply) == 1 && {
-            let entry = (api.call_reply_array_element)(reply, 0);
-            !entry.is_null()
-                && (api.call_reply_type)(entry) == raw::REDISMODULE_REPLY_ARRAY as c_int
-                && reply_text(api, (api.call_reply_array_element)(entry, 0))
-                    .is_some_and(|found| found.eq_ignore_ascii_case(&name.to_string_lossy()))
-        }
+    std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+}
+
+/// Whether `name` is the original name of a server command, renamed away
+/// or not (`ACL CAT` lists them by those names, the only place that does):
+/// `RedisModule_CreateCommand` under such a name crashes the server.
+/// `None` where ACL CAT cannot be read.
+pub fn original_command_name(ctx: *mut RedisModuleCtx, name: &str) -> Option<bool> {
+    let ctx = Ctx::of(ctx)?;
+    let CallValue::Array(categories) = ctx.call(c"ACL", &[b"CAT"])? else {
+        return None;
     };
-    // SAFETY: freed exactly once, not used afterwards.
-    unsafe { (api.free_call_reply)(reply) };
-    exists
+    for category in categories {
+        let CallValue::Text(category) = category else {
+            return None;
+        };
+        let CallValue::Array(commands) = ctx.call(c"ACL", &[b"CAT", &category])? else {
+            return None;
+        };
+        let listed = commands.iter().any(|command| {
+            matches!(command, CallValue::Text(command) if command.eq_ignore_ascii_case(name.as_bytes()))
+        });
+        if listed {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// What happened to an optional registration.

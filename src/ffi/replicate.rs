@@ -75,15 +75,6 @@ impl<'call> Ctx<'call> {
         status == OK
     }
 
-    /// Queues `DEL key` (or `UNLINK key`) for replicas and the AOF.
-    pub fn replicate_delete(&self, key: Arg<'call>, unlink: bool) -> bool {
-        let command = if unlink { c"UNLINK" } else { c"DEL" };
-        // SAFETY: format "s" matches one live module string.
-        let status =
-            unsafe { (self.api.replicate)(self.raw, command.as_ptr(), c"s".as_ptr(), key.ptr) };
-        status == OK
-    }
-
     /// Queues `name head... pairs... tail...` for replicas and the AOF (and a
     /// running slot migration): one command, the arguments passed as they are.
     pub fn replicate_command(

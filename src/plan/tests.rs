@@ -1,6 +1,8 @@
+use std::ffi::CStr;
+
 use super::*;
 use crate::replication::Replicate;
-use crate::server::Product;
+use crate::server::{Callable, Product};
 use crate::syntax::Syntax;
 
 fn redis(major: u32, minor: u32) -> Server {
@@ -40,19 +42,34 @@ fn servers() -> Vec<Server> {
     all
 }
 
+fn env(cluster: bool, io_threads: Option<u32>) -> Environment {
+    Environment {
+        cluster,
+        io_threads,
+        jemalloc: true,
+        callable: Callable::ALL,
+        name_in_use: Some(false),
+    }
+}
+
+/// With and without cluster mode, io-threads 1, 4 and unreadable.
 fn environments() -> Vec<Environment> {
     let mut all = Vec::new();
     for cluster in [false, true] {
-        for io_threads in [1, 4] {
-            all.push(Environment {
-                cluster,
-                io_threads,
-                jemalloc: true,
-            });
+        for io_threads in [Some(1), Some(4), None] {
+            all.push(env(cluster, io_threads));
         }
     }
     all
 }
+
+const PLAIN: Environment = Environment {
+    cluster: false,
+    io_threads: Some(1),
+    jemalloc: true,
+    callable: Callable::ALL,
+    name_in_use: Some(false),
+};
 
 fn options(syntax: Syntax, replicate: Replicate, name: &str) -> LoadOptions {
     LoadOptions {
@@ -80,18 +97,20 @@ fn roles(registrations: &Registrations) -> Vec<Role> {
 /// callback); Valkey 9.1.2 in cluster mode (networking.c
 /// `ioThreadReadQueryFromClient` -> server.c `prepareCommandGeneric` ->
 /// `clusterSlotByCommand`), which Valkey 9 can reach with io-threads turned
-/// on at run time. The Redis 8.2 and Valkey 8.0 bounds are those of
+/// on at run time. An io-threads the module could not read counts as more
+/// than one. The Redis 8.2 and Valkey 8.0 bounds are those of
 /// `Profile::new`, whose tests cover them.
 fn asks_from_io_threads(server: &Server, env: Environment) -> bool {
     let (major, minor, _) = server.version;
+    let io_threads = env.io_threads.is_none_or(|n| n > 1);
     match server.product {
-        Product::Redis => (major, minor) >= (8, 2) && env.io_threads > 1,
-        Product::Valkey => major >= 8 && env.cluster && (env.io_threads > 1 || major >= 9),
+        Product::Redis => (major, minor) >= (8, 2) && io_threads,
+        Product::Valkey => major >= 8 && env.cluster && (io_threads || major >= 9),
     }
 }
 
 #[test]
-fn every_server_kind_gets_msetex_and_its_replication_command() {
+fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
     for server in servers() {
         for env in environments() {
             for syntax in [Syntax::Ttl, Syntax::Numkeys] {
@@ -112,57 +131,65 @@ fn every_server_kind_gets_msetex_and_its_replication_command() {
                         "{what}"
                     );
                     assert!(msetex.categories && msetex.docs.is_some(), "{what}");
-                    let apply = &plan.commands[1];
-                    assert_eq!(apply.role, Role::Apply, "{what}");
-                    assert_eq!(apply.name.as_c_str(), c"app.msetex.apply", "{what}");
-                    assert_eq!(apply.flags, c"write deny-oom", "{what}");
-                    assert_eq!(apply.legacy_keys, (2, -1, 2), "{what}");
 
-                    // Redis routes a command in cluster mode by the keys its
-                    // I/O threads read before any command filter ran.
-                    let unroutable = syntax == Syntax::Ttl
-                        && by_specs
-                        && server.product == Product::Redis
-                        && env.cluster;
-                    let mut expected = vec![Role::Msetex, Role::Apply];
-                    if unroutable {
-                        expected.push(Role::Unroutable);
+                    // Servers that run MSETEX natively, outside cluster
+                    // mode: one native command per call, whatever the mode.
+                    let native = server.has_builtin_msetex() && !env.cluster;
+                    let expected_replication = if native {
+                        Replication::PerCall {
+                            command: c"MSETEX".to_owned(),
+                            form: CallForm::Numkeys,
+                        }
+                    } else if replicate == Replicate::Set {
+                        Replication::PerKey
+                    } else {
+                        Replication::PerCall {
+                            command: c"app.msetex.apply".to_owned(),
+                            form: CallForm::Apply,
+                        }
+                    };
+                    assert_eq!(plan.module.replication, expected_replication, "{what}");
+                    // Only the names this deployment needs.
+                    let mut expected = vec![Role::Msetex];
+                    if replicate == Replicate::Msetex && !native {
+                        expected.push(Role::Apply);
                     }
-                    if replicate == Replicate::Msetex {
+                    if replicate == Replicate::Msetex || native {
                         expected.push(Role::ChangesCounter);
                     }
                     assert_eq!(roles(&plan), expected, "{what}");
-                    assert_eq!(
-                        plan.module.unroutable_c.as_deref(),
-                        unroutable.then_some(c"app.msetex.unroutable"),
-                        "{what}"
-                    );
-                    assert_eq!(
-                        plan.module.counter_c.as_deref(),
-                        (replicate == Replicate::Msetex).then_some(c"app.msetex.changes"),
-                        "{what}"
-                    );
-                    let needed: Vec<&CStr> = plan.needed.iter().map(|(c, _)| *c).collect();
-                    match replicate {
-                        Replicate::Set => assert_eq!(needed, [c"MSET", c"SET"], "{what}"),
-                        Replicate::Msetex => assert_eq!(needed, [c"MSET"], "{what}"),
+                    if let Some(apply) = plan.commands.iter().find(|c| c.role == Role::Apply) {
+                        assert_eq!(apply.name.as_c_str(), c"app.msetex.apply", "{what}");
+                        assert_eq!(apply.flags, c"write deny-oom", "{what}");
+                        assert_eq!(apply.legacy_keys, (2, -1, 2), "{what}");
                     }
+                    let names: Vec<&CStr> =
+                        plan.commands.iter().map(|c| c.name.as_c_str()).collect();
+                    let listed: Vec<&CStr> =
+                        plan.module.names.iter().map(|n| n.as_c_str()).collect();
+                    assert_eq!(names, listed, "{what}");
+                    assert_eq!(
+                        plan.module.counter_c.is_some(),
+                        expected.contains(&Role::ChangesCounter),
+                        "{what}"
+                    );
                     assert_eq!(plan.shortcut_allowed, !env.cluster, "{what}");
                     assert_eq!(
-                        plan.atomic_slot_migration,
+                        plan.options.atomic_slot_migration,
                         server.product == Product::Valkey && server.version >= (9, 0, 0),
                         "{what}"
                     );
                     assert_eq!(
-                        plan.signal_on_close,
+                        plan.options.signal_on_close,
                         server.product == Product::Redis && server.version >= (8, 6, 0),
                         "{what}"
                     );
-                    assert_eq!(plan.module.replicated_form, ReplicatedForm::Apply, "{what}");
+                    let unreadable = by_specs && env.io_threads.is_none();
                     assert_eq!(
-                        plan.notes.len(),
-                        usize::from(replicate == Replicate::Msetex) + usize::from(by_specs),
-                        "{what}"
+                        plan.notes.iter().any(|n| n.contains("could not be read")),
+                        unreadable,
+                        "{what}: {:?}",
+                        plan.notes
                     );
                 }
             }
@@ -172,13 +199,14 @@ fn every_server_kind_gets_msetex_and_its_replication_command() {
 
 #[test]
 fn an_unidentified_server_gets_the_careful_choices() {
-    let env = environments()[0];
     let plan = registrations(plan(
         &options(Syntax::Ttl, Replicate::Set, "msetex"),
         None,
-        env,
+        PLAIN,
     ));
     assert_eq!(plan.commands[0].flags, c"write deny-oom");
+    assert!(!plan.module.profile.key_api_writes);
+    assert_eq!(plan.module.profile.unload_guard, UnloadGuard::Module);
     assert_eq!(
         plan.registered,
         "command 'msetex' registered on an unidentified server (SYNTAX TTL)"
@@ -187,22 +215,51 @@ fn an_unidentified_server_gets_the_careful_choices() {
 
 #[test]
 fn the_builtin_serves_its_own_syntax_under_its_name() {
-    let env = environments()[0];
-    let load = |server: &Server, syntax, name: &str| {
+    let load = |server: &Server, syntax, name: &str, env: Environment| {
         plan(&options(syntax, Replicate::Set, name), Some(server), env)
     };
     for server in servers() {
         let builtin = server.has_builtin_msetex();
         let what = format!("{server:?}");
-        match load(&server, Syntax::Numkeys, "msetex") {
-            Ok(Plan::BuiltinServes(line)) => {
+        match load(&server, Syntax::Numkeys, "msetex", PLAIN) {
+            Ok(Plan::BuiltinServes { line, options }) => {
                 assert!(builtin, "{what}");
                 assert!(line.contains(&server.describe()), "{line}");
+                // A module that serves nothing blocks nothing: it declares
+                // what the server asks of every loaded module.
+                assert_eq!(
+                    options.atomic_slot_migration,
+                    server.product == Product::Valkey,
+                    "{what}"
+                );
             }
             Ok(Plan::Register(_)) => assert!(!builtin, "{what}"),
             Err(error) => panic!("{what}: {error}"),
         }
-        match load(&server, Syntax::Ttl, "msetex") {
+        for env in [PLAIN, env(true, Some(1))] {
+            // The built-in renamed away: the module serves its calls, under
+            // another name (the server crashes registering a renamed one).
+            let renamed = Environment {
+                callable: Callable::ALL.without(ServerCommand::Msetex),
+                ..env
+            };
+            let replaced = registrations(load(&server, Syntax::Numkeys, "msetex", renamed));
+            let name = if builtin { c"msetex.nk" } else { c"msetex" };
+            assert_eq!(replaced.commands[0].name.as_c_str(), name, "{what}");
+            assert_eq!(replaced.module.alias, builtin, "{what}");
+            assert_eq!(
+                replaced.notes.iter().any(|n| n.contains("renamed away")),
+                builtin,
+                "{what}: {:?}",
+                replaced.notes
+            );
+            assert!(!replaced.module.profile.native_replication, "{what}");
+            let custom = registrations(load(&server, Syntax::Numkeys, "app.nk", renamed));
+            assert_eq!(custom.module.alias, builtin, "{what}");
+            let ttl = registrations(load(&server, Syntax::Ttl, "app.ttl", renamed));
+            assert!(!ttl.module.alias, "{what}");
+        }
+        match load(&server, Syntax::Ttl, "msetex", PLAIN) {
             Err(error) => {
                 assert!(builtin, "{what}");
                 assert!(
@@ -217,7 +274,10 @@ fn the_builtin_serves_its_own_syntax_under_its_name() {
         }
         for syntax in [Syntax::Ttl, Syntax::Numkeys] {
             assert!(
-                matches!(load(&server, syntax, "msetex.x"), Ok(Plan::Register(_))),
+                matches!(
+                    load(&server, syntax, "msetex.x", PLAIN),
+                    Ok(Plan::Register(_))
+                ),
                 "{what}"
             );
         }
@@ -225,55 +285,139 @@ fn the_builtin_serves_its_own_syntax_under_its_name() {
 }
 
 #[test]
-fn replicate_msetex_sends_the_builtin_form_only_under_its_name() {
-    let env = environments()[0];
+fn replicate_msetex_sends_the_numkeys_form_under_its_name_outside_cluster_mode() {
     let server = redis(7, 2);
-    let load = |syntax, name: &str| {
+    let load = |syntax, name: &str, env| {
         registrations(plan(
             &options(syntax, Replicate::Msetex, name),
             Some(&server),
             env,
         ))
     };
-    let builtin = load(Syntax::Numkeys, "msetex");
-    assert_eq!(builtin.module.replicated_form, ReplicatedForm::Builtin);
-    assert_eq!(builtin.module.replicated_name(), c"msetex");
-    assert!(
-        builtin.notes[0].contains("one 'msetex' command"),
-        "{:?}",
-        builtin.notes
+    let own = load(Syntax::Numkeys, "msetex", PLAIN);
+    assert_eq!(
+        own.module.replication,
+        Replication::PerCall {
+            command: c"msetex".to_owned(),
+            form: CallForm::Numkeys
+        }
     );
-    assert!(builtin.notes[0].contains("run it natively"));
+    assert_eq!(roles(&own), [Role::Msetex, Role::ChangesCounter]);
+    assert!(
+        own.notes[0].contains("one 'msetex' command"),
+        "{:?}",
+        own.notes
+    );
+    assert!(own.notes[0].contains("run it natively"));
+    // In cluster mode a slot migration's filter must read the keys.
+    let cluster = load(Syntax::Numkeys, "msetex", env(true, Some(1)));
+    assert!(matches!(
+        cluster.module.replication,
+        Replication::PerCall {
+            form: CallForm::Apply,
+            ..
+        }
+    ));
     for (syntax, name) in [(Syntax::Numkeys, "nk"), (Syntax::Ttl, "msetex")] {
-        let apply = load(syntax, name);
-        assert_eq!(apply.module.replicated_form, ReplicatedForm::Apply);
+        let apply = load(syntax, name, PLAIN);
         assert_eq!(
-            apply.module.replicated_name().to_bytes(),
-            format!("{name}.apply").as_bytes()
+            apply.module.replication,
+            Replication::PerCall {
+                command: CString::new(format!("{name}.apply")).unwrap(),
+                form: CallForm::Apply
+            }
         );
         assert!(!apply.notes[0].contains("natively"), "{:?}", apply.notes);
     }
     assert_eq!(
-        load(Syntax::Numkeys, "nk").registered,
+        load(Syntax::Numkeys, "nk", PLAIN).registered,
         "command 'nk' registered on Redis 7.2.0 (SYNTAX NUMKEYS)"
     );
 }
 
+/// A command renamed away: a path that does not need it, or a refused load
+/// that names it. Never a call that writes and then finds it missing.
 #[test]
-fn a_renamed_command_fails_the_load_with_its_name() {
-    let plan = registrations(plan(
-        &options(Syntax::Ttl, Replicate::Set, "msetex"),
-        Some(&redis(7, 0)),
-        environments()[0],
-    ));
-    let (_, mset) = &plan.needed[0];
-    let (_, set) = &plan.needed[1];
+fn a_renamed_command_takes_another_path_or_fails_the_load_with_its_name() {
+    for server in servers() {
+        for cluster in [false, true] {
+            for replicate in [Replicate::Set, Replicate::Msetex] {
+                for missing in ServerCommand::ALL {
+                    let what = format!("{server:?} cluster {cluster} {replicate:?} {missing:?}");
+                    let env = Environment {
+                        callable: Callable::ALL.without(missing),
+                        ..env(cluster, Some(1))
+                    };
+                    let loaded = plan(&options(Syntax::Ttl, replicate, "m"), Some(&server), env);
+                    let profile = Profile::new(Some(&server), env);
+                    let redis_6_2 = server.product == Product::Redis && server.version < (7, 0, 0);
+                    let valkey_8 = server.product == Product::Valkey && server.version >= (8, 0, 0);
+                    let valkey_9_1 =
+                        server.product == Product::Valkey && server.version >= (9, 1, 0);
+                    let native = server.has_builtin_msetex() && !cluster;
+                    let refused = match missing {
+                        ServerCommand::Mset => !redis_6_2 && !valkey_9_1,
+                        ServerCommand::Set => {
+                            redis_6_2 || valkey_8 || (replicate == Replicate::Set && !native)
+                        }
+                        ServerCommand::Msetex | ServerCommand::Acl => false,
+                    };
+                    match loaded {
+                        Err(error) => {
+                            assert!(refused, "{what}: {error}");
+                            let name = missing.name().to_string_lossy();
+                            assert!(
+                                error.contains(&format!("no '{name}' command")),
+                                "{what}: {error}"
+                            );
+                        }
+                        Ok(Plan::Register(plan)) => {
+                            assert!(!refused, "{what}");
+                            if missing == ServerCommand::Msetex {
+                                assert!(!plan.module.profile.builtin_batch, "{what}");
+                                assert!(!plan.module.profile.native_replication, "{what}");
+                            }
+                            if missing == ServerCommand::Acl {
+                                assert_eq!(
+                                    plan.notes.iter().any(|n| n.contains("MODULE UNLOAD")),
+                                    profile.unload_guard == UnloadGuard::Module,
+                                    "{what}"
+                                );
+                            }
+                        }
+                        Ok(Plan::BuiltinServes { .. }) => panic!("{what}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A name without a dot may be a server command renamed away, which a
+/// module cannot take (the server crashes): refused unless ACL CAT, which
+/// lists every command by its original name, says it is free.
+#[test]
+fn a_name_without_a_dot_must_be_free() {
+    let load = |name: &str, name_in_use| {
+        plan(
+            &options(Syntax::Ttl, Replicate::Set, name),
+            Some(&redis(7, 0)),
+            Environment {
+                name_in_use,
+                ..PLAIN
+            },
+        )
+    };
+    assert!(matches!(load("mine", Some(false)), Ok(Plan::Register(_))));
+    let taken = load("set", Some(true)).unwrap_err();
     assert!(
-        mset.contains("server's MSET command") && !mset.contains("REPLICATE"),
-        "{mset}"
+        taken.contains("'set' is the name of a server command"),
+        "{taken}"
     );
-    assert!(
-        set.contains("server's SET command") && set.contains("REPLICATE MSETEX"),
-        "{set}"
-    );
+    let unknown = load("mine", None).unwrap_err();
+    assert!(unknown.contains("ACL CAT"), "{unknown}");
+    // The default name and names with a dot are no server command's.
+    for name in ["msetex", "app.mine"] {
+        assert!(matches!(load(name, None), Ok(Plan::Register(_))), "{name}");
+    }
 }

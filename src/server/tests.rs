@@ -27,8 +27,10 @@ fn valkey(version: &str) -> Server {
 
 const PLAIN: Environment = Environment {
     cluster: false,
-    io_threads: 1,
+    io_threads: Some(1),
     jemalloc: true,
+    callable: Callable::ALL,
+    name_in_use: Some(false),
 };
 
 #[test]
@@ -75,12 +77,13 @@ fn builtin_msetex_from_redis_8_4_and_valkey_9_1() {
 
 #[test]
 fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
-    let with = |io_threads, cluster| Environment {
+    let with = |io_threads: u32, cluster| Environment {
         cluster,
-        io_threads,
-        jemalloc: true,
+        io_threads: Some(io_threads),
+        ..PLAIN
     };
-    let io = |server: &Server, env| Profile::new(Some(server), env).keys == KeysDeclared::BySpecs;
+    let io =
+        |server: &Server, env| Profile::new(Some(server), env).keys != KeysDeclared::ByCallback;
     assert!(!io(&redis("8.6.3"), with(1, false)));
     assert!(io(&redis("8.6.3"), with(4, false)));
     assert!(!io(&redis("8.0.6"), with(4, false)));
@@ -91,8 +94,18 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
     assert!(io(&valkey("8.0.1"), with(4, true)));
     assert!(io(&valkey("9.1.2"), with(1, true)));
     assert!(!io(&valkey("7.2.7"), with(4, true)));
+    // io-threads unreadable (CONFIG renamed away): taken as above 1.
+    let unreadable = |cluster| Environment {
+        cluster,
+        io_threads: None,
+        ..PLAIN
+    };
+    assert!(io(&redis("8.2.0"), unreadable(false)));
+    assert!(io(&valkey("8.1.1"), unreadable(true)));
+    assert!(!io(&valkey("8.1.1"), unreadable(false)));
+    assert!(!io(&redis("8.0.6"), unreadable(true)));
     // Unknown server: the careful choice.
-    assert_eq!(Profile::new(None, PLAIN).keys, KeysDeclared::BySpecs);
+    assert_ne!(Profile::new(None, PLAIN).keys, KeysDeclared::ByCallback);
 }
 
 #[test]
@@ -124,6 +137,16 @@ fn write_paths_follow_what_set_leaves() {
     assert!(!profile(&redis("8.0.6")).fires_overwritten);
     assert!(profile(&valkey("9.1.2")).builtin_batch && !profile(&valkey("9.0.0")).builtin_batch);
     assert!(!redis_8_6.builtin_batch);
+    // The built-in renamed away: MSET writes Valkey's batch.
+    let renamed = Environment {
+        callable: Callable::ALL.without(ServerCommand::Msetex),
+        ..PLAIN
+    };
+    let valkey_renamed = Profile::new(Some(&valkey("9.1.2")), renamed);
+    assert!(!valkey_renamed.builtin_batch);
+    assert_eq!(valkey_renamed.builtin, Builtin::RenamedAway);
+    assert_eq!(profile(&valkey("9.1.2")).builtin, Builtin::Serving);
+    assert_eq!(profile(&valkey("9.0.0")).builtin, Builtin::None);
     assert!(
         profile(&redis("7.0.15")).fresh_lru_on_overwrite
             && !profile(&redis("7.2.6")).fresh_lru_on_overwrite
@@ -194,24 +217,79 @@ fn error_texts_and_cluster_options() {
 }
 
 #[test]
-fn ttl_options_where_keys_come_from_key_specs() {
+fn options_where_keys_come_from_key_specs() {
     let env = |cluster, io_threads| Environment {
         cluster,
-        io_threads,
+        io_threads: Some(io_threads),
         ..PLAIN
     };
-    let options = |server: &Server, env| Profile::new(Some(server), env).ttl_options;
+    let keys = |server: &Server, env| Profile::new(Some(server), env).keys;
+    let specs = |moved, keynum_exact| KeysDeclared::BySpecs {
+        moved,
+        keynum_exact,
+    };
     assert_eq!(
-        options(&redis("7.0.15"), env(true, 4)),
-        TtlOptions::Declared
+        keys(&redis("7.0.15"), env(true, 4)),
+        KeysDeclared::ByCallback
     );
-    assert_eq!(options(&redis("8.6.3"), env(true, 1)), TtlOptions::Declared);
-    assert_eq!(options(&redis("8.6.3"), env(false, 4)), TtlOptions::Packed);
-    assert_eq!(options(&redis("8.6.3"), env(true, 4)), TtlOptions::Refused);
-    assert_eq!(options(&valkey("9.1.2"), env(true, 1)), TtlOptions::Packed);
-    assert_eq!(options(&valkey("8.1.1"), env(true, 4)), TtlOptions::Packed);
     assert_eq!(
-        options(&valkey("8.1.1"), env(false, 4)),
-        TtlOptions::Declared
+        keys(&redis("8.6.3"), env(true, 1)),
+        KeysDeclared::ByCallback
     );
+    assert_eq!(
+        keys(&redis("8.6.3"), env(false, 4)),
+        specs(MovedKeys::Packed, true)
+    );
+    assert_eq!(
+        keys(&redis("8.6.3"), env(true, 4)),
+        specs(MovedKeys::Refused, true)
+    );
+    assert_eq!(
+        keys(&redis("8.2.0"), env(true, 4)),
+        specs(MovedKeys::Refused, false)
+    );
+    // Valkey routes a module command by its legacy key range.
+    assert_eq!(
+        keys(&valkey("9.1.2"), env(true, 1)),
+        specs(MovedKeys::Packed, false)
+    );
+    assert_eq!(
+        keys(&valkey("8.1.1"), env(true, 4)),
+        specs(MovedKeys::Packed, false)
+    );
+    assert_eq!(
+        keys(&valkey("8.1.1"), env(false, 4)),
+        KeysDeclared::ByCallback
+    );
+}
+
+#[test]
+fn unload_and_native_replication() {
+    let cluster = Environment {
+        cluster: true,
+        ..PLAIN
+    };
+    let guard = |server: &Server| Profile::new(Some(server), PLAIN).unload_guard;
+    for server in [
+        redis("6.2.16"),
+        redis("7.0.15"),
+        redis("8.6.3"),
+        valkey("8.1.1"),
+        valkey("9.0.0"),
+    ] {
+        assert_eq!(guard(&server), UnloadGuard::Module, "{server:?}");
+    }
+    assert_eq!(guard(&valkey("9.1.2")), UnloadGuard::Server);
+    assert_eq!(Profile::new(None, PLAIN).unload_guard, UnloadGuard::Module);
+    for server in [redis("8.6.3"), valkey("9.1.2")] {
+        assert!(
+            Profile::new(Some(&server), PLAIN).native_replication,
+            "{server:?}"
+        );
+        assert!(
+            !Profile::new(Some(&server), cluster).native_replication,
+            "{server:?}"
+        );
+    }
+    assert!(!Profile::new(Some(&redis("8.2.0")), PLAIN).native_replication);
 }

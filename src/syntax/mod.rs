@@ -9,32 +9,31 @@
 //! ```
 //!
 //! Each syntax's grammar, the positions of its pairs, its key
-//! specification and COMMAND DOCS, how it is replicated and what it is
-//! called: `ttl.rs`, `numkeys.rs`; what they share (the validated
-//! [`Request`], errors, options, integers): `options.rs`; the module's own
-//! replication command, which serves both: `apply.rs`.
+//! specification and COMMAND DOCS: `ttl.rs`, `numkeys.rs`; what they share
+//! (the validated [`Request`], errors, options, integers): `options.rs`; a
+//! call with its options moved out of the keys' way: `packed.rs`; the
+//! module's own replication command, which serves both: `apply.rs`.
 //!
 //! Pure functions over byte slices: no Redis types, and no allocation when
-//! a call is parsed (packing the TTL form's options, in the command filter,
-//! builds one argument), so the grammars are unit- and property-tested
-//! without a server.
+//! a call is parsed (except a packed one, read back into its original
+//! arguments), so the grammars are unit- and property-tested without a
+//! server.
 
 use std::ffi::CStr;
 use std::ops::Range;
 
 use crate::ffi::docs::Docs;
-#[cfg(doc)]
 use crate::server::KeysDeclared;
 
 pub mod apply;
 mod numkeys;
 mod options;
+mod packed;
 mod ttl;
 
 pub use options::{
     parse_i64, Ack, Condition, Expiry, ParseError, Request, Resolved, ACL_CATEGORIES,
 };
-pub use ttl::pack_options;
 
 /// Which syntax the module was loaded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,33 +44,36 @@ pub enum Syntax {
     Numkeys,
 }
 
-/// How a call is replicated in `REPLICATE MSETEX` mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplicatedForm {
-    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: the
-    /// module's own replication command (`apply`).
-    Apply,
-    /// `msetex numkeys key value ... [PXAT ms | KEEPTTL]`: the built-in's
-    /// own form, which Redis 8.4+ / Valkey 9.1+ replicas run natively.
-    Builtin,
-}
-
-/// Why the server could not have learned a call's keys exactly where keys
-/// are declared by key specifications only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Undeclared {
-    /// The TTL form's options moved the keys.
-    TtlOptions,
-    /// The NUMKEYS form on a server that cannot read its keynum spec.
-    Numkeys,
+/// A call with its options moved into argv[1] (see `packed`): the packed
+/// argument replaces argv[1..1 + `leading`], and the arguments from
+/// `trailing` on are dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packing {
+    pub arg: Vec<u8>,
+    pub leading: usize,
+    pub trailing: usize,
 }
 
 impl Syntax {
     /// Validates a whole call. `argv` (any byte strings: the module passes
     /// its argument views, the tests byte slices) includes the command name
     /// at index 0; `now_ms` is the server's clock (unix milliseconds), used
-    /// only to check that a relative TTL does not overflow.
+    /// only to check that a relative TTL does not overflow. A packed call
+    /// reads as the original, its pairs where they now are.
     pub fn parse<A: AsRef<[u8]>>(self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
+        match self.unpacked(argv) {
+            Some((original, shift)) => {
+                let request = self.parse_plain(&original, now_ms)?;
+                // A packed argument that held keys is no call the filter
+                // writes: refused.
+                let pairs = shifted(request.pairs.clone(), shift).ok_or(ParseError::Syntax)?;
+                Ok(Request { pairs, ..request })
+            }
+            None => self.parse_plain(argv, now_ms),
+        }
+    }
+
+    fn parse_plain<A: AsRef<[u8]>>(self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
         match self {
             Syntax::Ttl => ttl::parse(argv, now_ms),
             Syntax::Numkeys => numkeys::parse(argv, now_ms),
@@ -83,19 +85,65 @@ impl Syntax {
     /// `None` when the shape of the call is invalid: it declares no keys
     /// and fails when it runs.
     pub fn pair_range<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<Range<usize>> {
+        match self.unpacked(argv) {
+            Some((original, shift)) => shifted(self.pair_range_plain(&original)?, shift),
+            None => self.pair_range_plain(argv),
+        }
+    }
+
+    fn pair_range_plain<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<Range<usize>> {
         match self {
             Syntax::Ttl => ttl::pair_range(argv),
             Syntax::Numkeys => numkeys::pairs(argv).ok(),
         }
     }
 
-    /// What COMMAND DOCS and COMMAND INFO say. `by_specs`: the key spec
-    /// alone must describe the keys (no getkeys callback); `keynum_steps`:
-    /// the server reads a keynum spec with a step (Redis 8.4+, Valkey 9.1+).
-    pub fn docs(self, by_specs: bool, keynum_steps: bool) -> Docs {
+    /// The call with its options moved into argv[1], so that its keys are
+    /// at 2, 4, ... to the end; `None` when they already are (or the call
+    /// is too malformed to tell). TTL form: the leading options and the
+    /// time; NUMKEYS form: numkeys and the options after the pairs.
+    pub fn pack<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<Packing> {
         match self {
-            Syntax::Ttl => ttl::docs(by_specs),
-            Syntax::Numkeys => numkeys::docs(by_specs, keynum_steps),
+            Syntax::Ttl => ttl::pack(argv),
+            Syntax::Numkeys => numkeys::pack(argv),
+        }
+    }
+
+    /// The original call of a packed one, and how far its pairs are from
+    /// where they are in the packed call (the TTL form's pairs follow the
+    /// packed arguments; the NUMKEYS form's follow numkeys in both).
+    fn unpacked<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<(Vec<&[u8]>, usize)> {
+        let (name, rest) = argv.split_first()?;
+        let (first, pairs) = rest.split_first()?;
+        let moved = packed::decode(first.as_ref())?;
+        let pairs = pairs.iter().map(AsRef::as_ref);
+        let mut original = Vec::with_capacity(argv.len() + moved.len());
+        original.push(name.as_ref());
+        let shift = match self {
+            Syntax::Ttl => {
+                let shift = moved.len().saturating_sub(1);
+                original.extend(moved);
+                original.extend(pairs);
+                shift
+            }
+            Syntax::Numkeys => {
+                let (numkeys, options) = moved.split_first()?;
+                original.push(numkeys);
+                original.extend(pairs);
+                original.extend(options);
+                0
+            }
+        };
+        Some((original, shift))
+    }
+
+    /// What COMMAND DOCS and COMMAND INFO say, as the server learns keys;
+    /// `keynum_steps`: the server reads a keynum spec with its step (Redis
+    /// 8.4+, Valkey 9.1+).
+    pub fn docs(self, keys: &KeysDeclared, keynum_steps: bool) -> Docs {
+        match self {
+            Syntax::Ttl => ttl::docs(*keys != KeysDeclared::ByCallback),
+            Syntax::Numkeys => numkeys::docs(keys, keynum_steps),
         }
     }
 
@@ -115,44 +163,18 @@ impl Syntax {
             .find(|syntax| value.eq_ignore_ascii_case(&syntax.label().to_string_lossy()))
     }
 
-    /// True for the syntax of the built-in MSETEX (Redis 8.4+, Valkey 9.1+).
-    pub fn is_builtins(self) -> bool {
-        self == Syntax::Numkeys
-    }
-
-    /// How REPLICATE MSETEX sends a call: the built-in's own form where it
-    /// is the built-in's syntax under the built-in's name, else the module's
-    /// replication command.
-    pub fn replicated_form(self, default_name: bool) -> ReplicatedForm {
-        if self.is_builtins() && default_name {
-            ReplicatedForm::Builtin
-        } else {
-            ReplicatedForm::Apply
+    /// Where keys are declared by key specifications only: true when the
+    /// server read this call's keys exactly, that is, when its options did
+    /// not stand among the keys (the command filter moved them, or there
+    /// were none). `argc`: the call's argument count.
+    pub fn keys_declared(self, request: &Request, keys: &KeysDeclared, argc: usize) -> bool {
+        match (self, keys) {
+            (_, KeysDeclared::ByCallback) => true,
+            (Syntax::Ttl, _) => request.pairs.start == 2,
+            (Syntax::Numkeys, KeysDeclared::BySpecs { keynum_exact, .. }) => {
+                *keynum_exact || request.pairs.end == argc
+            }
         }
-    }
-
-    /// Where keys are declared by key specifications only: whether the
-    /// server read this call's keys exactly (`Ok`), or why not. `cluster`:
-    /// cluster routing reads keys the legacy way, which cannot express a
-    /// keynum spec; `keynum_steps`: before Redis 8.4 / Valkey 9.1 a keynum
-    /// spec with a step reads as half the keys.
-    pub fn keys_declared(
-        self,
-        request: &Request,
-        cluster: bool,
-        keynum_steps: bool,
-    ) -> Result<(), Undeclared> {
-        match self {
-            Syntax::Ttl if request.pairs.start != 2 => Err(Undeclared::TtlOptions),
-            Syntax::Numkeys if cluster || !keynum_steps => Err(Undeclared::Numkeys),
-            _ => Ok(()),
-        }
-    }
-
-    /// True when the command filter must rewrite calls with options before
-    /// the server reads keys from the key spec (`command::rewrite`).
-    pub fn has_leading_options(self) -> bool {
-        self == Syntax::Ttl
     }
 
     /// Redis 6.2's SET words a bad TTL `invalid expire time in set` (no
@@ -162,22 +184,55 @@ impl Syntax {
     }
 
     /// What the log says where keys are declared by key specs only.
-    pub fn by_specs_note(self, options_refused: bool) -> &'static str {
-        match (self, options_refused) {
-            (Syntax::Ttl, true) => {
-                "the TTL form's options are refused (in cluster mode with io-threads, this \
-                 server routes a call by keys it reads before any module)"
+    pub fn by_specs_note(self, keys: &KeysDeclared) -> &'static str {
+        use crate::server::MovedKeys;
+        match (self, keys) {
+            (_, KeysDeclared::ByCallback) => "",
+            (
+                Syntax::Numkeys,
+                KeysDeclared::BySpecs {
+                    keynum_exact: true, ..
+                },
+            ) => "the NUMKEYS form's keynum specification describes every call",
+            (
+                Syntax::Ttl,
+                KeysDeclared::BySpecs {
+                    moved: MovedKeys::Refused,
+                    ..
+                },
+            ) => {
+                "calls with options are refused (in cluster mode with io-threads, this server \
+                 routes a call by keys it reads before any module)"
             }
-            (Syntax::Ttl, false) => {
-                "a command filter packs the TTL form's options into one argument before the \
-                 server reads the keys (MONITOR and SLOWLOG show that form)"
+            (
+                Syntax::Numkeys,
+                KeysDeclared::BySpecs {
+                    moved: MovedKeys::Refused,
+                    ..
+                },
+            ) => {
+                "calls with options after the pairs are refused (in cluster mode with io-threads, \
+                 this server routes a call by keys it reads before any module)"
             }
-            (Syntax::Numkeys, _) => {
-                "where the server cannot read them from the key spec (cluster mode, or \
-                 before Redis 8.4 / Valkey 9.1) every call is refused"
+            (
+                _,
+                KeysDeclared::BySpecs {
+                    moved: MovedKeys::Packed,
+                    ..
+                },
+            ) => {
+                "a command filter moves the options into one argument before the server reads \
+                 the keys (MONITOR and SLOWLOG show that form)"
             }
         }
     }
+}
+
+/// `pairs` of an unpacked call where they are in the packed one: after the
+/// packed argument, or `None`.
+fn shifted(pairs: Range<usize>, shift: usize) -> Option<Range<usize>> {
+    let start = pairs.start.checked_sub(shift).filter(|start| *start >= 2)?;
+    Some(start..pairs.end.checked_sub(shift)?)
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use super::options::{
     expiry, parse_i64, Ack, Condition, Expiry, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{ARITY, CONDITION, DATA};
+use super::{packed, Packing};
 use crate::ffi::docs::{plain, token, valued, Arg, ArgKind, Docs, KeySpec};
+use crate::server::KeysDeclared;
 
 /// Checks order, as the built-in: numkeys, the pair count, the options'
 /// syntax, then the time's integer and range.
@@ -116,27 +118,62 @@ pub(super) fn options<A: AsRef<[u8]>>(
     Ok(options)
 }
 
+/// numkeys and the options after the pairs, moved into one argument (see
+/// `Syntax::pack`); `None` when nothing follows the pairs, or numkeys is
+/// not valid (the call is refused wherever it runs).
+pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
+    let pairs = pairs(argv).ok()?;
+    if pairs.end >= argv.len() {
+        return None;
+    }
+    let mut moved: Vec<&[u8]> = vec![argv.get(1)?.as_ref()];
+    moved.extend(argv.get(pairs.end..)?.iter().map(AsRef::as_ref));
+    Some(Packing {
+        arg: packed::encode(&moved),
+        leading: 1,
+        trailing: pairs.end,
+    })
+}
+
 // ---------------------------------------------------------------------------
 // COMMAND DOCS
 
-/// The docs of the NUMKEYS form: a keynum key spec, the built-in's own.
-/// `by_specs`: the key spec alone must describe the keys; `keynum_steps`:
-/// the server reads a keynum spec with a step (Redis 8.4+, Valkey 9.1+);
-/// elsewhere it is flagged incomplete and the getkeys callback answers.
-pub(super) fn docs(by_specs: bool, keynum_steps: bool) -> Docs {
+/// The docs of the NUMKEYS form. Its key spec is the built-in's own keynum
+/// spec, flagged incomplete (the getkeys callback answers) where the server
+/// reads it without its step (`keynum_steps` false); where keys come from
+/// key specs only and the keynum spec is not exact, a range from argument
+/// 2 (the command filter moves the options before the pairs).
+pub(super) fn docs(keys: &KeysDeclared, keynum_steps: bool) -> Docs {
+    let keynum = |incomplete| KeySpec::Keynum {
+        index: 1,
+        step: 2,
+        incomplete,
+    };
+    let (key_spec, key_notes, legacy_keys) = match keys {
+        KeysDeclared::ByCallback => (keynum(!keynum_steps), None, (0, 0, 0)),
+        KeysDeclared::BySpecs {
+            keynum_exact: true, ..
+        } => (keynum(false), None, (0, 0, 0)),
+        KeysDeclared::BySpecs { .. } => (
+            KeySpec::Range {
+                first: 2,
+                last: -1,
+                step: 2,
+                incomplete: false,
+            },
+            Some(c"Keys follow numkeys; the module's command filter moves the options in front."),
+            (2, -1, 2),
+        ),
+    };
     Docs {
         summary: c"Sets multiple keys to multiple values, with an optional shared \
                    expiration, atomically (the numkeys form of Redis 8.4 and Valkey 9.1).",
         complexity: c"O(N) where N is the number of keys to set.",
         since: c"2.0.0",
         args: ARGS,
-        key_spec: KeySpec::Keynum {
-            index: 1,
-            step: 2,
-            incomplete: !by_specs && !keynum_steps,
-        },
-        key_notes: None,
-        legacy_keys: (0, 0, 0),
+        key_spec,
+        key_notes,
+        legacy_keys,
         arity: ARITY,
     }
 }

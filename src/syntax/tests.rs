@@ -248,15 +248,27 @@ fn ttl_pair_range_follows_the_options() {
     assert_eq!(Syntax::Ttl.pair_range(&["MSETEX", "1", "k"]), None);
 }
 
+/// A call as the command filter rewrites it: the packed argument in place
+/// of the arguments it replaces, the trailing ones dropped.
+fn packed_call(argv: &[&[u8]], packing: &Packing) -> Vec<Vec<u8>> {
+    let mut call = vec![argv[0].to_vec(), packing.arg.clone()];
+    call.extend(
+        argv[1 + packing.leading..packing.trailing]
+            .iter()
+            .map(|a| a.to_vec()),
+    );
+    call
+}
+
 #[test]
 fn ttl_options_pack_into_one_argument_before_the_keys() {
-    let argv = ["MSETEX", "NX", "PX", "60000", "k", "v"];
-    let (packed, replaced) = pack_options(&argv).unwrap();
-    assert_eq!(packed, b"\x00\x02NX PX 60000");
-    assert_eq!(replaced, 3);
-    let packed_argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    let argv: [&[u8]; 6] = [b"MSETEX", b"NX", b"PX", b"60000", b"k", b"v"];
+    let packing = Syntax::Ttl.pack(&argv).unwrap();
+    assert_eq!(packing.arg, b"\x002:NX2:PX5:60000");
+    assert_eq!((packing.leading, packing.trailing), (3, 6));
+    let packed_argv = packed_call(&argv, &packing);
     assert_eq!(
-        Syntax::Ttl.parse(&packed_argv, NOW),
+        Syntax::Ttl.parse(&views(&packed_argv), NOW),
         Ok(request(
             2..4,
             Condition::NoneExist,
@@ -264,18 +276,58 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
             Ack::One
         ))
     );
-    assert_eq!(Syntax::Ttl.pair_range(&packed_argv), Some(2..4));
+    assert_eq!(Syntax::Ttl.pair_range(&views(&packed_argv)), Some(2..4));
     // Nothing to pack: no option, or no time after the options.
-    assert_eq!(pack_options(&["MSETEX", "60", "k", "v"]), None);
-    assert_eq!(pack_options(&["MSETEX", "NX", "PX"]), None);
-    assert_eq!(pack_options(&["MSETEX", "KEEPTTL", "5", "k", "v"]), None);
-    // The time is the rest of the argument, verbatim, even with spaces.
-    let (packed, _) = pack_options(&["MSETEX", "EX", "NX 5", "k", "v"]).unwrap();
-    let packed_argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(Syntax::Ttl.pack(&["MSETEX", "60", "k", "v"]), None);
+    assert_eq!(Syntax::Ttl.pack(&["MSETEX", "NX", "PX"]), None);
     assert_eq!(
-        Syntax::Ttl.parse(&packed_argv, NOW),
+        Syntax::Ttl.pack(&["MSETEX", "KEEPTTL", "5", "k", "v"]),
+        None
+    );
+    // The time is kept verbatim, even with spaces.
+    let argv: [&[u8]; 5] = [b"MSETEX", b"EX", b"NX 5", b"k", b"v"];
+    let packed_argv = packed_call(&argv, &Syntax::Ttl.pack(&argv).unwrap());
+    assert_eq!(
+        Syntax::Ttl.parse(&views(&packed_argv), NOW),
         Err(ParseError::NotAnInteger)
     );
+}
+
+#[test]
+fn numkeys_options_pack_into_one_argument_before_the_keys() {
+    let argv: [&[u8]; 9] = [b"MSETEX", b"2", b"a", b"1", b"b", b"2", b"NX", b"EX", b"60"];
+    let packing = Syntax::Numkeys.pack(&argv).unwrap();
+    assert_eq!(packing.arg, b"\x001:22:NX2:EX2:60");
+    assert_eq!((packing.leading, packing.trailing), (1, 6));
+    let packed_argv = packed_call(&argv, &packing);
+    assert_eq!(packed_argv.len(), 6);
+    assert_eq!(
+        Syntax::Numkeys.parse(&views(&packed_argv), NOW),
+        Ok(request(
+            2..6,
+            Condition::NoneExist,
+            Expiry::In(60_000),
+            Ack::One
+        ))
+    );
+    // Nothing after the pairs, or no valid numkeys: nothing to pack.
+    assert_eq!(Syntax::Numkeys.pack(&["MSETEX", "1", "k", "v"]), None);
+    assert_eq!(Syntax::Numkeys.pack(&["MSETEX", "x", "k", "v", "NX"]), None);
+    assert_eq!(Syntax::Numkeys.pack(&["MSETEX", "3", "k", "v", "NX"]), None);
+}
+
+#[test]
+fn a_packed_argument_never_holds_keys() {
+    // Not what the filter writes: pairs inside the packed argument.
+    let packed = packed::encode(&["NX", "60", "k", "v"]);
+    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k2", b"v2"];
+    assert_eq!(Syntax::Ttl.parse(&argv, NOW), Err(ParseError::Syntax));
+    assert_eq!(Syntax::Ttl.pair_range(&argv), None);
+    // A packed argument without the time leaves it where it stands.
+    let packed = packed::encode(&["NX"]);
+    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"60", b"k", b"v"];
+    assert_eq!(ttl(&["MSETEX", "NX", "60", "k", "v"]).unwrap().pairs, 3..5);
+    assert_eq!(Syntax::Ttl.parse(&argv, NOW).unwrap().pairs, 3..5);
 }
 
 #[test]
@@ -528,13 +580,6 @@ fn model_numkeys(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
 /// The TTL grammar: first the NUMKEYS shape (the NUMKEYS model succeeds,
 /// or fails only on its time, with at least one option), then the TTL form.
 fn model_ttl(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
-    if let Some(packed) = argv
-        .get(1)
-        .filter(|_| argv.len() >= 4)
-        .and_then(|a| model_unpack(a))
-    {
-        return model_ttl_packed(argv, packed, now);
-    }
     if argv.len() >= 4 {
         let numkeys_reading = model_numkeys(argv, now);
         let has_options = model_i64(&argv[1])
@@ -577,48 +622,59 @@ fn model_ttl(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
     Ok(request(time_index + 1..argv.len(), condition, expiry, ack))
 }
 
-/// A packed options argument: 0, n (1 to 3), then n option words and the
-/// time, separated by spaces (the time may hold spaces itself).
-fn model_unpack(arg: &[u8]) -> Option<(Vec<String>, Vec<u8>)> {
-    if arg.len() < 2 || arg[0] != 0 || !(1..=3).contains(&arg[1]) {
-        return None;
+/// A packed argument: a NUL byte, then `<length>:<bytes>` per argument.
+fn model_unpack(arg: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let text = arg.strip_prefix(b"\0")?;
+    let mut args = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let colon = at + text[at..].iter().position(|b| *b == b':')?;
+        let digits = std::str::from_utf8(&text[at..colon]).ok()?;
+        if digits.is_empty() || digits.len() > 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let len: usize = digits.parse().ok()?;
+        let end = colon + 1 + len;
+        args.push(text.get(colon + 1..end)?.to_vec());
+        at = end;
     }
-    let n = arg[1] as usize;
-    let mut parts = arg[2..].splitn(n + 1, |b| *b == b' ');
-    let words: Vec<String> = (0..n)
-        .map(|_| {
-            parts
-                .next()
-                .map(|w| String::from_utf8_lossy(w).to_uppercase())
-        })
-        .collect::<Option<_>>()?;
-    let time = parts.next()?.to_vec();
-    Some((words, time))
+    (!args.is_empty()).then_some(args)
 }
 
-fn model_ttl_packed(
-    argv: &[Vec<u8>],
-    (words, time): (Vec<String>, Vec<u8>),
-    now: i64,
-) -> Result<Request, ParseError> {
-    let conditions: Vec<&String> = words.iter().filter(|w| *w == "NX" || *w == "XX").collect();
-    let units: Vec<&String> = words
-        .iter()
-        .filter(|w| ["EX", "PX", "EXAT", "PXAT"].contains(&w.as_str()))
-        .collect();
-    if conditions.len() + units.len() != words.len() || conditions.len() > 1 || units.len() > 1 {
+/// The model of either syntax, packed calls included: a packed call reads
+/// as its original, whose pairs must lie after the packed argument.
+fn model(syntax: Syntax, argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
+    let plain = |argv: &[Vec<u8>]| match syntax {
+        Syntax::Ttl => model_ttl(argv, now),
+        Syntax::Numkeys => model_numkeys(argv, now),
+    };
+    let Some(moved) = argv.get(1).and_then(|a| model_unpack(a)) else {
+        return plain(argv);
+    };
+    let (original, shift) = match syntax {
+        Syntax::Ttl => {
+            let mut original = vec![argv[0].clone()];
+            original.extend(moved.iter().cloned());
+            original.extend(argv[2..].iter().cloned());
+            (original, moved.len() as i64 - 1)
+        }
+        Syntax::Numkeys => {
+            let mut original = vec![argv[0].clone(), moved[0].clone()];
+            original.extend(argv[2..].iter().cloned());
+            original.extend(moved[1..].iter().cloned());
+            (original, 0)
+        }
+    };
+    let request = plain(&original)?;
+    let start = request.pairs.start as i64 - shift;
+    if start < 2 {
         return Err(ParseError::Syntax);
     }
-    if !argv.len().is_multiple_of(2) {
-        return Err(ParseError::WrongArity);
-    }
-    let expiry = model_expiry(units.first().map_or("EX", |w| w.as_str()), &time, now)?;
-    let (condition, ack) = match conditions.first().map(|w| w.as_str()) {
-        Some("NX") => (Condition::NoneExist, Ack::One),
-        Some("XX") => (Condition::AllExist, Ack::One),
-        _ => (Condition::Always, Ack::Ok),
-    };
-    Ok(request(2..argv.len(), condition, expiry, ack))
+    let end = request.pairs.end as i64 - shift;
+    Ok(Request {
+        pairs: start as usize..end as usize,
+        ..request
+    })
 }
 
 /// Arguments that mix random bytes, integer-looking text, real integers
@@ -631,12 +687,18 @@ fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
         (1i64..=4_000_000_000_000).prop_map(|n| n.to_string().into_bytes()),
         (1i64..=4).prop_map(|n| n.to_string().into_bytes()),
         "(?i)(nx|xx|ex|px|exat|pxat|keepttl)".prop_map(String::into_bytes),
-        // Packed options, valid or not, as the command filter writes them.
-        (
-            1u8..=3,
-            "(?i)((nx|xx|ex|px|exat|pxat|keepttl|x) ){0,4}[-0-9 ]{0,6}"
+        // Packed arguments, valid or not, as the command filter writes them
+        // and as a client could send them.
+        proptest::collection::vec(
+            prop_oneof![
+                "(?i)(nx|xx|ex|px|exat|pxat|keepttl|k)".prop_map(String::into_bytes),
+                (1i64..=4_000_000_000_000).prop_map(|n| n.to_string().into_bytes()),
+                (1i64..=4).prop_map(|n| n.to_string().into_bytes()),
+            ],
+            1..4
         )
-            .prop_map(|(n, text)| [vec![0, n], text.into_bytes()].concat()),
+        .prop_map(|args| packed::encode(&args)),
+        "\\x00[0-9]{0,2}:?[a-z]{0,3}".prop_map(String::into_bytes),
     ]
 }
 
@@ -672,7 +734,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now), model_ttl(&argv, now));
+        prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now), model(Syntax::Ttl, &argv, now));
     }
 
     #[test]
@@ -682,7 +744,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now), model_numkeys(&argv, now));
+        prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now), model(Syntax::Numkeys, &argv, now));
     }
 
     #[test]
@@ -699,30 +761,32 @@ proptest! {
 
     /// Packing the options (what the command filter does where keys are
     /// read from key specifications only) changes nothing the parser
-    /// decides: the same reply or error, the same pairs. A packed call too
-    /// short for the server's arity check is refused by the server with the
-    /// same `wrong number of arguments`; the original was an error too.
+    /// decides: the same reply or error, the same pairs, now at 2, 4, ...
+    /// to the end. A packed call too short for the server's arity check is
+    /// refused by the server with the same `wrong number of arguments`; the
+    /// original was an error too.
     #[test]
     fn packing_the_options_changes_nothing(
+        syntax in prop::sample::select(vec![Syntax::Ttl, Syntax::Numkeys]),
         tail in proptest::collection::vec(arg_strategy(), 0..10),
         now in 0i64..=i64::MAX,
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        let original = Syntax::Ttl.parse(&views(&argv), now);
-        if let Some((packed, replaced)) = pack_options(&views(&argv)) {
-            let mut packed_argv = vec![argv[0].clone(), packed];
-            packed_argv.extend(argv[1 + replaced..].iter().cloned());
+        let original = syntax.parse(&views(&argv), now);
+        if let Some(packing) = syntax.pack(&views(&argv)) {
+            let packed_argv = packed_call(&views(&argv), &packing);
             if packed_argv.len() < 4 {
                 prop_assert!(original.is_err(), "{:?}", original);
             } else {
-                let repacked = Syntax::Ttl.parse(&views(&packed_argv), now);
+                let repacked = syntax.parse(&views(&packed_argv), now);
                 let pairs = |argv: &[Vec<u8>], r: &Request| argv[r.pairs.clone()].to_vec();
                 match (&original, &repacked) {
                     (Ok(a), Ok(b)) => {
                         prop_assert_eq!((a.condition, a.expiry, a.ack), (b.condition, b.expiry, b.ack));
                         prop_assert_eq!(pairs(&argv, a), pairs(&packed_argv, b));
-                        prop_assert_eq!(Syntax::Ttl.pair_range(&views(&packed_argv)), Some(b.pairs.clone()));
+                        prop_assert_eq!(b.pairs.clone(), 2..packed_argv.len());
+                        prop_assert_eq!(syntax.pair_range(&views(&packed_argv)), Some(b.pairs.clone()));
                     }
                     _ => prop_assert_eq!(original, repacked),
                 }
@@ -780,7 +844,7 @@ fn tokens(arg: &Arg) -> Vec<&str> {
 /// The docs must describe the grammar the parser accepts.
 #[test]
 fn ttl_tree_matches_the_grammar() {
-    let docs = Syntax::Ttl.docs(false, false);
+    let docs = Syntax::Ttl.docs(&KeysDeclared::ByCallback, false);
     assert_eq!(names(docs.args), ["condition", "unit", "time", "data"]);
     assert_eq!(tokens(&docs.args[0]), ["NX", "XX"]);
     assert_eq!(tokens(&docs.args[1]), ["EX", "PX", "EXAT", "PXAT"]);
@@ -798,7 +862,7 @@ fn ttl_tree_matches_the_grammar() {
 
 #[test]
 fn numkeys_tree_matches_the_builtin() {
-    let docs = Syntax::Numkeys.docs(false, true);
+    let docs = Syntax::Numkeys.docs(&KeysDeclared::ByCallback, true);
     assert_eq!(
         names(docs.args),
         ["numkeys", "data", "condition", "expiration"]
@@ -815,7 +879,7 @@ fn numkeys_tree_matches_the_builtin() {
             incomplete: false
         }
     );
-    let older = Syntax::Numkeys.docs(false, false);
+    let older = Syntax::Numkeys.docs(&KeysDeclared::ByCallback, false);
     assert!(matches!(
         older.key_spec,
         KeySpec::Keynum {
@@ -824,4 +888,21 @@ fn numkeys_tree_matches_the_builtin() {
         }
     ));
     assert_eq!(docs.legacy_keys, (0, 0, 0));
+    // Where keys come from specs and the keynum spec is not exact, the
+    // options are moved in front and the keys are a plain range.
+    let moved = KeysDeclared::BySpecs {
+        moved: crate::server::MovedKeys::Packed,
+        keynum_exact: false,
+    };
+    let packed = Syntax::Numkeys.docs(&moved, true);
+    assert_eq!(
+        packed.key_spec,
+        KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete: false
+        }
+    );
+    assert_eq!(packed.legacy_keys, (2, -1, 2));
 }

@@ -5,11 +5,11 @@
 
 use std::ops::Range;
 
-use super::numkeys;
 use super::options::{
     expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{ARITY, CONDITION, DATA};
+use super::{numkeys, packed, Packing};
 use crate::ffi::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
 
 /// Where the pairs are: after the options and the time (`None`: the call's
@@ -47,34 +47,18 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
 }
 
 /// Options (at most one of each group, any order), then time, then at
-/// least one whole pair; or the same options and time packed into argv[1]
-/// (see [`pack_options`]).
+/// least one whole pair.
 fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     if argv.len() < MIN_ARGC {
         return Err(ParseError::WrongArity);
     }
-    let (options, time, first_key) = match argv.get(1).and_then(|arg| unpack(arg.as_ref())) {
-        Some((words, time)) => (
-            read_options(words.split(|b| *b == b' ').map(Keyword::parse)),
-            Some(time),
-            2,
-        ),
-        None => {
-            // The options end at the first argument that is none (KEEPTTL
-            // is no option of the TTL form: it is where the time goes).
-            let count = argv
-                .iter()
-                .skip(1)
-                .take_while(|arg| is_ttl_option(arg.as_ref()))
-                .count();
-            let words = argv.iter().skip(1).take(count);
-            (
-                read_options(words.map(|arg| Keyword::parse(arg.as_ref()))),
-                argv.get(1 + count).map(AsRef::as_ref),
-                2 + count,
-            )
-        }
-    };
+    // The options end at the first argument that is none (KEEPTTL is no
+    // option of the TTL form: it is where the time goes).
+    let count = leading_options(argv);
+    let words = argv.iter().skip(1).take(count);
+    let options = read_options(words.map(|arg| Keyword::parse(arg.as_ref())));
+    let time = argv.get(1 + count).map(AsRef::as_ref);
+    let first_key = 2 + count;
     let (condition, unit) = options?;
     let pairs = argv.len().saturating_sub(first_key);
     let Some(time) = time.filter(|_| pairs >= 2 && pairs.is_multiple_of(2)) else {
@@ -119,62 +103,25 @@ fn is_ttl_option(arg: &[u8]) -> bool {
     )
 }
 
-// ---------------------------------------------------------------------------
-// Options packed into one argument
-
-/// The first byte of a packed options argument; no time starts with it.
-const PACKED: u8 = 0;
-/// At most this many options are packed: two are valid, a third always
-/// repeats one (a syntax error), so the rest cannot change the answer.
-const MOST_PACKED: usize = 3;
-
-/// Packs the TTL form's leading options and its time into one argument, so
-/// that the keys follow at 2, 4, ... as the command's key specification
-/// says: the call as the server must see it where it reads keys from key
-/// specifications only (see `Syntax::keys_declared`). Returns the packed argument
-/// and how many arguments from argv[1] on it replaces; `None` when the call
-/// has no leading option (nothing to pack) or no argument after them.
-///
-/// The packed form is `PACKED`, the number of options, the options and the
-/// time separated by spaces: `"\0\x02NX PX 60000"` for `NX PX 60000`. The
-/// time is the rest of the argument, verbatim.
-pub fn pack_options<A: AsRef<[u8]>>(argv: &[A]) -> Option<(Vec<u8>, usize)> {
-    let count = argv
-        .iter()
+/// How many arguments from argv[1] on are options.
+fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
+    argv.iter()
         .skip(1)
         .take_while(|arg| is_ttl_option(arg.as_ref()))
-        .take(MOST_PACKED)
-        .count();
-    let time = argv.get(1 + count)?;
-    if count == 0 {
-        return None;
-    }
-    let mut packed = vec![PACKED, count as u8];
-    for option in argv.get(1..1 + count)? {
-        packed.extend_from_slice(option.as_ref());
-        packed.push(b' ');
-    }
-    packed.extend_from_slice(time.as_ref());
-    Some((packed, count + 1))
+        .count()
 }
 
-/// The options (separated by spaces) and the time of a packed argument, if
-/// `arg` is one.
-fn unpack(arg: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (&count, rest) = arg.strip_prefix(&[PACKED])?.split_first()?;
-    let count = usize::from(count);
-    if !(1..=MOST_PACKED).contains(&count) {
-        return None;
-    }
-    // The options are keywords, without spaces: the time is what follows
-    // the `count`th space.
-    let end = rest
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b' ')
-        .nth(count - 1)?
-        .0;
-    Some((rest.get(..end)?, rest.get(end + 1..)?))
+/// The leading options and the time, moved into one argument (see
+/// `Syntax::pack`); `None` without options, or without an argument after
+/// them.
+pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
+    let count = leading_options(argv);
+    argv.get(1 + count)?;
+    (count > 0).then(|| Packing {
+        arg: packed::encode(argv.get(1..2 + count).unwrap_or_default()),
+        leading: count + 1,
+        trailing: argv.len(),
+    })
 }
 
 /// True when the call reads as the NUMKEYS form *with at least one option*:

@@ -115,6 +115,21 @@ fn aof_commands(dir: &std::path::Path) -> Vec<String> {
                 *deadline = "<deadline>".to_owned();
             }
         }
+        // The built-in's `MSETEX n k v ... <expiry>` (where the server runs
+        // it natively) leaves each key as `SET k v <expiry>` would: compared
+        // as those.
+        if name == "MSETEX" {
+            let pairs = args
+                .get(1)
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(0);
+            let expiry = args.get(2 + 2 * pairs..).unwrap_or_default().join(" ");
+            for pair in args.get(2..2 + 2 * pairs).unwrap_or_default().chunks(2) {
+                let set = format!("SET {} {expiry}", pair.join(" "));
+                commands.push(set.trim_end().to_owned());
+            }
+            continue;
+        }
         commands.push(args.join(" "));
     }
     commands

@@ -10,6 +10,7 @@ mod cluster;
 mod compat;
 mod durability;
 mod errors;
+mod hardened;
 mod info;
 mod install;
 mod io_threads;

@@ -275,15 +275,11 @@ fn cluster_slot_checks_see_every_key() {
         q::<String, _>(&mut con, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
     });
     assert!(ok);
+    // On Valkey 9, which may ask for keys from I/O threads and routes a
+    // module command by its legacy key range, the command filter moves the
+    // options in front of the pairs: the same answers (issue: every call
+    // used to be refused there, telling to set io-threads 1, which it was).
     let name = target().numkeys_name();
-    if target().keys_from_io_threads(1, true) {
-        // Valkey 9 may ask for keys from I/O threads: cluster routing cannot
-        // read a keynum spec, so the NUMKEYS form refuses every call there.
-        let refused = err(&mut con, &[name, "2", "{t}a", "1", "{t}b", "2", "EX", "5"]);
-        assert!(refused.contains("cannot declare the keys"), "{refused}");
-        assert_eq!(q::<i64, _>(&mut con, &["DBSIZE"]), 0);
-        return;
-    }
     assert_eq!(
         err(&mut con, &[name, "2", "a", "1", "b", "2", "EX", "5"]),
         "CROSSSLOT Keys in request don't hash to the same slot"

@@ -293,14 +293,16 @@ fn replicate_msetex_needs_the_module_on_replicas() {
     // REPLICATE MSETEX sends the module's own `<name>.apply`. The module
     // says so when it loads; a replica without it cannot run what it
     // receives: it keeps the link but misses those writes (the server logs
-    // each refusal).
+    // each refusal). Where the server runs MSETEX natively, the module
+    // sends the built-in's own command, which a replica runs without it.
     let primary = Replicate::Msetex.primary().start();
-    let apply = format!("as one '{}.apply' command", target().command_name());
-    assert!(
-        primary.log().contains(&apply) && primary.log().contains("need this module"),
-        "{}",
-        primary.log()
-    );
+    let native = target().replicates_natively(false);
+    let logged = if native {
+        "one native MSETEX command".to_owned()
+    } else {
+        format!("as one '{}.apply' command", target().command_name())
+    };
+    assert!(primary.log().contains(&logged), "{}", primary.log());
     let replica = start_replica(&primary, ServerConfig::without_module());
     let mut p = primary.client();
     q::<(), _>(&mut p, &["MSETEX", "100", "lost", "v"]);
@@ -310,8 +312,8 @@ fn replicate_msetex_needs_the_module_on_replicas() {
     assert_eq!(q::<i64, _>(&mut r, &["EXISTS", "kept"]), 1);
     assert_eq!(
         q::<i64, _>(&mut r, &["EXISTS", "lost"]),
-        0,
-        "a replica without the module cannot have run MSETEX"
+        i64::from(native),
+        "a replica without the module runs only the native form"
     );
     // A full sync copies data, not commands: the next one heals it.
     drop(replica);
@@ -361,53 +363,21 @@ fn a_key_written_twice_in_one_call_replicates_in_order() {
     assert_eq!(values_and_deadlines(&mut r, &keys), on_primary);
 }
 
-#[test]
-fn a_renamed_set_refuses_the_load_in_set_mode_and_works_in_msetex_mode() {
-    // RedisModule_Replicate(ctx, "SET", ...) fails once SET is renamed, and
-    // used to fail after the key was written: the primary held it, its
-    // replicas and AOF did not. Now the load refuses, before any write.
-    let mut args = target().default_module_args();
-    let log = ServerConfig::default()
-        .line("rename-command SET myset")
-        .start_expecting_failure();
-    assert!(
-        log.contains("<msetex> not loaded: MSETEX needs the server's SET command")
-            && log.contains("REPLICATE MSETEX does not replicate through SET"),
-        "{log}"
-    );
-    let log = ServerConfig::default()
-        .line("rename-command MSET mymset")
-        .start_expecting_failure();
-    assert!(
-        log.contains("<msetex> not loaded: MSETEX needs the server's MSET command"),
-        "{log}"
-    );
-    // REPLICATE MSETEX sends MSETEX itself: replicas need the module.
-    args.extend(["REPLICATE".to_owned(), "MSETEX".to_owned()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let config = || {
-        ServerConfig::default()
-            .module_args(&args)
-            .line("rename-command SET myset")
-    };
-    let primary = config().line("appendonly yes").start();
-    let replica = start_replica(&primary, config());
-    let mut p = primary.client();
-    q::<(), _>(&mut p, &["MSETEX", "100", "d", "x", "e", "7"]);
-    wait_for_replicas(&mut p, 1);
-    let keys: [&[u8]; 2] = [b"d", b"e"];
-    let on_primary = values_and_deadlines(&mut p, &keys);
-    assert!(on_primary.iter().all(|(v, d)| v.is_some() && d.0 > 0));
-    assert_eq!(
-        values_and_deadlines(&mut replica.client(), &keys),
-        on_primary
-    );
-}
-
 /// The bytes of `SET key value PXAT deadline` for every pair, wrapped in
-/// MULTI/EXEC when there are several: what REPLICATE SET puts on the wire.
+/// MULTI/EXEC when there are several: what REPLICATE SET puts on the wire;
+/// where the server runs MSETEX natively, one `MSETEX n key value ... PXAT
+/// deadline` instead.
 fn set_commands(pairs: &[(String, String)], deadline: i64) -> Vec<u8> {
     let deadline = deadline.to_string();
+    if target().replicates_natively(false) {
+        let n = pairs.len().to_string();
+        let mut call = vec!["MSETEX", n.as_str()];
+        for (key, value) in pairs {
+            call.extend([key.as_str(), value.as_str()]);
+        }
+        call.extend(["PXAT", &deadline]);
+        return resp(&call);
+    }
     let mut out = Vec::new();
     if pairs.len() > 1 {
         out.extend(resp(&["MULTI"]));
@@ -427,7 +397,8 @@ fn a_replica_attaching_gets_only_set_commands_and_only_once_per_key() {
     // the module's next probe, calls used to reach the backlog as the
     // verbatim MSETEX with its relative TTL, once per key: a 3-key call
     // three times, a 5,000-key call 5,000 times (gigabytes, seconds of
-    // stall). The module now sees the SYNC itself.
+    // stall). The module now sees the SYNC itself. (Where the server runs
+    // MSETEX natively, each call is one native MSETEX instead.)
     let primary = ServerConfig::default()
         .line("repl-diskless-sync yes")
         .line("repl-diskless-sync-delay 30")
@@ -492,7 +463,7 @@ fn a_replica_attaching_gets_only_set_commands_and_only_once_per_key() {
     assert!(reply.starts_with("+CONTINUE"), "{reply}");
     let backlog = reader.bytes((end - first + 1) as usize);
     let text = String::from_utf8_lossy(&backlog);
-    assert!(!text.to_ascii_lowercase().contains("msetex"), "{text:.300}");
+    assert!(!text.contains(target().command_name()), "{text:.300}");
     // The SELECT that opens the stream aside (older servers send it before
     // MULTI, newer ones inside), the backlog is exactly the SET commands.
     let select = resp(&["SELECT", "0"]);
@@ -580,15 +551,25 @@ fn the_numkeys_form_replicates_exactly_in_both_modes() {
 
 #[test]
 fn the_replicated_form_is_for_replicas_and_the_aof_only() {
-    // `<name>.apply` is how REPLICATE MSETEX replicates a call (registered
-    // in both modes, so that replicas and AOF loading run it). A client
-    // gets an error and nothing is written; its keys are where its key
-    // specification says, with no callback to ask.
-    let server = Server::start();
-    let mut con = server.client();
+    // `<name>.apply` is how REPLICATE MSETEX replicates a call where the
+    // built-in's form cannot serve (replicas and AOF loading, loaded the
+    // same way, run it). A client gets an error and nothing is written; its
+    // keys are where its key specification says, with no callback to ask.
+    // It is registered only where it is sent.
     let name = target().command_name();
     let apply = format!("{name}.apply");
     let call = [apply.as_str(), "1900000000000", "k", "v"];
+    let unknown = |con: &mut Connection| {
+        let refused = error_text(&raw_command(&call).query::<Value>(con).unwrap_err());
+        assert!(refused.starts_with("ERR unknown command"), "{refused}");
+    };
+    unknown(&mut Server::start().client());
+    let server = Replicate::Msetex.primary().start();
+    let mut con = server.client();
+    if target().replicates_natively(false) {
+        unknown(&mut con);
+        return;
+    }
     assert_eq!(
         error_text(&raw_command(&call).query::<Value>(&mut con).unwrap_err()),
         format!(

@@ -252,19 +252,36 @@ fn module_configs(mode: Replicate) -> Vec<(String, ServerConfig, Writes, String)
             Writes::Ttl { options },
             target().command_name().to_owned(),
         ));
-        // The NUMKEYS form in cluster mode needs the getkeys callback (the
-        // legacy key range cannot express numkeys): not where the server
-        // would call it from I/O threads.
-        if !target().keys_from_io_threads(io_threads, true) {
+        // The NUMKEYS form: its keynum spec or the getkeys callback, or
+        // where neither describes it, the command filter moves its options
+        // in front of the pairs (Valkey, which routes a module command by
+        // its legacy key range).
+        list.push((
+            format!("NUMKEYS form, REPLICATE {}, {threads}", mode.arg()),
+            ServerConfig::numkeys().replicate(mode).line(&threads),
+            Writes::Numkeys,
+            target().numkeys_name().to_owned(),
+        ));
+        // README, *Replacing a built-in*: the built-in renamed away, the
+        // module serves MSETEX itself.
+        if target().has_builtin_msetex() {
             list.push((
-                format!("NUMKEYS form, REPLICATE {}, {threads}", mode.arg()),
-                ServerConfig::numkeys().replicate(mode).line(&threads),
+                format!("the built-in replaced, REPLICATE {}, {threads}", mode.arg()),
+                replacing_the_builtin().replicate(mode).line(&threads),
                 Writes::Numkeys,
-                target().numkeys_name().to_owned(),
+                "MSETEX".to_owned(),
             ));
         }
     }
     list
+}
+
+/// The recipe for Redis 8.4+ / Valkey 9.1+ clusters: the built-in renamed
+/// away, the module loaded with `SYNTAX NUMKEYS` under the built-in's name.
+fn replacing_the_builtin() -> ServerConfig {
+    ServerConfig::default()
+        .module_args(&["SYNTAX", "NUMKEYS"])
+        .line("rename-command MSETEX \"\"")
 }
 
 fn nothing_lost_during_atomic_slot_migration(mode: Replicate) {
@@ -326,13 +343,34 @@ fn ttl_options_are_routed_by_their_real_keys_or_refused() {
         let call = ["MSETEX", "PXAT", "1900000000002", "{m}a", "1900000000002"];
         let (mut on_first, mut on_second) = (first.client(), second.client());
         if target().routes_by_keys_read_before_filters(io_threads) {
+            // The command filter refuses it before the server checks
+            // permissions or routes anything: no internal command name in
+            // a NOPERM or the ACL log, even for a user granted only the
+            // command by name.
             let refused = format!(
-                "ERR {name} options cannot be routed on this server: in cluster mode with \
-                 io-threads > 1 it reads a command's keys before this module can tell where the \
-                 options put them; send '{name} seconds key value ...', or set io-threads 1"
+                "ERR unknown command '{name}: options cannot be routed in cluster mode with \
+                 io-threads > 1; send the call without options'"
             );
             assert_eq!(err(&mut on_first, &call), refused, "{threads}");
             assert_eq!(err(&mut on_second, &call), refused, "{threads}");
+            q::<(), _>(
+                &mut on_second,
+                &[
+                    "ACL",
+                    "SETUSER",
+                    "named",
+                    "on",
+                    ">pw",
+                    "~*",
+                    "-@all",
+                    &format!("+{name}"),
+                ],
+            );
+            let mut named = second.client();
+            q::<(), _>(&mut named, &["AUTH", "named", "pw"]);
+            assert_eq!(err(&mut named, &call), refused, "{threads}");
+            let log = format!("{:?}", exec(&mut on_second, &["ACL", "LOG"]).unwrap());
+            assert!(!log.contains(&format!("{name}.")), "{log}");
             // The plain form is routed as ever.
             let moved = err(&mut on_first, &["MSETEX", "60", "{m}a", "1"]);
             assert!(moved.starts_with("MOVED 15627 "), "{threads}: {moved}");
@@ -365,6 +403,72 @@ fn ttl_options_are_routed_by_their_real_keys_or_refused() {
             );
         }
     }
+}
+
+/// A module that steps aside for the built-in (`SYNTAX NUMKEYS` under its
+/// name) serves nothing, and blocks nothing: Valkey 9 refuses to migrate
+/// slots while a loaded module has not declared it handles that.
+#[test]
+fn a_module_that_steps_aside_does_not_block_atomic_slot_migration() {
+    if skip_unless(
+        has_atomic_slot_migration() && target().has_builtin_msetex(),
+        "the module steps aside for a built-in MSETEX (Redis 8.4+, Valkey 9.1+)",
+    ) {
+        return;
+    }
+    let config = ServerConfig::default().module_args(&["SYNTAX", "NUMKEYS"]);
+    let [target_node, source] = two_node_cluster(config);
+    assert!(
+        source.log().contains("registers nothing"),
+        "{}",
+        source.log()
+    );
+    let mut src = source.client();
+    q::<(), _>(&mut src, &["SET", "{m}k", "v"]);
+    let slot: i64 = q(&mut src, &["CLUSTER", "KEYSLOT", "{m}"]);
+    AtomicMigration::start(&source, &target_node, slot)
+        .wait(Duration::from_secs(60))
+        .expect("the migration");
+    assert_eq!(
+        q::<Option<String>, _>(&mut target_node.client(), &["GET", "{m}k"]).as_deref(),
+        Some("v")
+    );
+}
+
+/// The built-in renamed away: the module's MSETEX is routed like MSET.
+#[test]
+fn the_replacement_is_routed_by_its_keys() {
+    if skip_unless(
+        target().has_builtin_msetex(),
+        "replaces a built-in MSETEX (Redis 8.4+, Valkey 9.1+)",
+    ) {
+        return;
+    }
+    let [first, second] = two_node_cluster(replacing_the_builtin());
+    assert!(first.log().contains("in its place"), "{}", first.log());
+    let mut con = first.client();
+    // {m} is slot 15627 (second node), {b} slot 3300 (first node).
+    let call = |args: &[&str]| raw_command(args).query::<Value>(&mut first.client());
+    assert_eq!(
+        error_text(&call(&["MSETEX", "1", "{m}x", "1", "EX", "60"]).unwrap_err()),
+        format!("MOVED 15627 127.0.0.1:{}", second.port())
+    );
+    assert_eq!(
+        error_text(&call(&["MSETEX", "2", "{b}y", "1", "{m}z", "2", "EX", "60"]).unwrap_err()),
+        "CROSSSLOT Keys in request don't hash to the same slot"
+    );
+    assert_eq!(
+        call(&["MSETEX", "2", "{b}y", "1", "{b}z", "2", "EX", "60"]).unwrap(),
+        Value::Int(1)
+    );
+    assert_eq!(
+        q::<i64, _>(&mut con, &["CLUSTER", "COUNTKEYSINSLOT", "15627"]),
+        0
+    );
+    assert_eq!(
+        info_field(&mut con, "msetex", "msetex_calls").as_deref(),
+        Some("1")
+    );
 }
 
 /// README, *Cluster*: Redis 8.4+'s built-in MSETEX is not sent to the

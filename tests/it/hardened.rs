@@ -1,0 +1,366 @@
+//! Hardened and upgraded deployments: each server command the module calls
+//! renamed away (`rename-command X ""`, common for CONFIG, ACL, DEBUG),
+//! MODULE UNLOAD while ACL rules name the module's commands, and the
+//! built-in MSETEX of Redis 8.4+ / Valkey 9.1+ renamed away so that the
+//! module serves it. Each either works completely (primary, replica, AOF)
+//! or is refused cleanly: a refused load with one log line naming the
+//! command, a refused unload with the server up. Never a crash, never a
+//! call that writes and then fails.
+
+use msetex_harness::*;
+
+/// The server commands the module may call, as `rename-command` takes them.
+const COMMANDS: [&str; 5] = ["MSET", "SET", "MSETEX", "ACL", "CONFIG"];
+
+/// Whether the module loads on this server in `mode` with `command`
+/// renamed away: it refuses only where every path it could take needs the
+/// command (README, *Hardened configurations*).
+fn loads_without(command: &str, mode: Replicate) -> bool {
+    let t = target();
+    let redis_6_2 = !t.is_7_0_or_later();
+    let valkey_8 = t.at_least(None, Some((8, 0)));
+    let valkey_9_1 = t.is_valkey() && t.has_builtin_msetex();
+    match command {
+        // The batch of what the key API cannot write; Redis 6.2 writes every
+        // key with SET, Valkey 9.1 batches with its built-in.
+        "MSET" => redis_6_2 || valkey_9_1,
+        // Redis 6.2's writes, Valkey 8+'s past deadlines, REPLICATE SET's
+        // wire (except where the server runs MSETEX natively).
+        "SET" => {
+            !redis_6_2 && !valkey_8 && (mode == Replicate::Msetex || t.replicates_natively(false))
+        }
+        _ => true,
+    }
+}
+
+/// Every write path of this server in one call, then a past deadline, a
+/// KEEPTTL-free overwrite and NX: new keys, a same-length overwrite, an
+/// integer, a short string SET embeds, a long one, another type.
+fn exercise(con: &mut Connection) -> Vec<&'static [u8]> {
+    let seed = [
+        "MSETEX",
+        "900",
+        "h:same",
+        "0123456789abcdef0123456789abcdef0123456789abcdef",
+    ];
+    assert_eq!(exec(con, &seed).unwrap(), Value::Okay);
+    q::<i64, _>(con, &["RPUSH", "h:list", "x"]);
+    let long = "y".repeat(200);
+    let call = [
+        "MSETEX",
+        "600",
+        "h:new",
+        "n",
+        "h:same",
+        "fedcba9876543210fedcba9876543210fedcba9876543210",
+        "h:int",
+        "12345",
+        "h:list",
+        "now a string",
+        "h:long",
+        &long,
+    ];
+    assert_eq!(exec(con, &call).unwrap(), Value::Okay);
+    let past = (now_ms() - 60_000).to_string();
+    assert_eq!(
+        exec(
+            con,
+            &["MSETEX", "PXAT", &past, "h:same", "gone", "h:fresh", "f"]
+        )
+        .unwrap(),
+        Value::Okay
+    );
+    let later = (now_ms() + 900_000).to_string();
+    assert_eq!(
+        exec(
+            con,
+            &["MSETEX", "NX", "PXAT", &later, "h:nx", "1", "h:nx2", "2"]
+        )
+        .unwrap(),
+        Value::Int(1)
+    );
+    vec![
+        b"h:new", b"h:same", b"h:int", b"h:list", b"h:long", b"h:fresh", b"h:nx", b"h:nx2",
+    ]
+}
+
+#[test]
+fn each_renamed_command_takes_another_path_or_refuses_the_load() {
+    let mut outcomes = Vec::new();
+    // A server refuses to start renaming a command it does not have.
+    let commands = COMMANDS
+        .into_iter()
+        .filter(|command| *command != "MSETEX" || target().has_builtin_msetex());
+    for command in commands {
+        for mode in [Replicate::Set, Replicate::Msetex] {
+            let rename = format!("rename-command {command} \"\"");
+            let what = format!("{command} renamed, REPLICATE {}", mode.arg());
+            let config = || ServerConfig::default().replicate(mode).line(&rename);
+            if !loads_without(command, mode) {
+                let log = config().start_expecting_failure();
+                let refusals: Vec<&str> = log
+                    .lines()
+                    .filter(|l| l.contains("<msetex> not loaded"))
+                    .collect();
+                assert_eq!(refusals.len(), 1, "{what}: one line says why:\n{log}");
+                assert!(
+                    refusals[0].contains(&format!("no '{command}' command")),
+                    "{what}: {}",
+                    refusals[0]
+                );
+                outcomes.push(format!("{what}: load refused"));
+                continue;
+            }
+            let mut primary = config()
+                .line("appendonly yes")
+                .line("appendfsync always")
+                .start();
+            // REPLICATE SET's replicas need nothing; REPLICATE MSETEX's the
+            // module, loaded the same way.
+            let replica_config = match mode {
+                Replicate::Set => ServerConfig::without_module().line(&rename),
+                Replicate::Msetex => config(),
+            };
+            let replica = start_replica(&primary, replica_config);
+            let mut p = primary.client();
+            let keys = exercise(&mut p);
+            wait_for_replicas(&mut p, 1);
+            let on_primary = values_and_deadlines(&mut p, &keys);
+            assert_eq!(
+                on_primary[0].0.as_deref(),
+                Some(b"n".as_slice()),
+                "{what}: {on_primary:?}"
+            );
+            assert_eq!(
+                values_and_deadlines(&mut replica.client(), &keys),
+                on_primary,
+                "{what}: the replica"
+            );
+            assert!(
+                !primary.log().contains("failed to"),
+                "{what}:\n{}",
+                primary.log()
+            );
+            primary.restart();
+            assert_eq!(
+                values_and_deadlines(&mut primary.client(), &keys),
+                on_primary,
+                "{what}: the AOF"
+            );
+            outcomes.push(format!("{what}: served"));
+        }
+    }
+    record_result("renamed server commands", &outcomes.join("; "));
+}
+
+/// `rename-command CONFIG ""` used to leave the module unable to read
+/// io-threads, so it assumed 1 and registered the getkeys callback that
+/// crashes servers asking for keys from I/O threads. It now reads it
+/// another way (Redis 8: `RedisModule_ConfigGetNumeric`), or takes it as
+/// above 1: keys declared by key specifications either way.
+#[test]
+fn config_renamed_away_still_declares_keys_safely_with_io_threads() {
+    let cluster = target().io_thread_keys_need_cluster();
+    let config = ServerConfig::default()
+        .line("rename-command CONFIG \"\"")
+        .line("io-threads 4");
+    let server = if cluster {
+        cluster_pair(config, ServerConfig::default()).0
+    } else {
+        config.start()
+    };
+    let log = server.log();
+    let by_specs = log.contains("keys are declared by key specifications only");
+    assert_eq!(by_specs, target().keys_from_io_threads(4, cluster), "{log}");
+    // The calls work all the same, options included.
+    let mut con = server.client();
+    let call = ["MSETEX", "NX", "PX", "60000", "{t}a", "1", "{t}b", "2"];
+    assert_eq!(exec(&mut con, &call).unwrap(), Value::Int(1));
+    let getkeys = [&["COMMAND", "GETKEYS"][..], &call].concat();
+    assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["{t}a", "{t}b"]);
+}
+
+/// ACL rules that name one of the module's commands, as operators write
+/// them (the README's own advice for Redis 6.2 among them). `{name}` is the
+/// command, `{apply}` and `{changes}` the module's others where registered.
+fn rules_naming_the_module(
+    name: &str,
+    apply: Option<&str>,
+    changes: Option<&str>,
+) -> Vec<Vec<String>> {
+    let mut rules = vec![
+        vec!["-@all".to_owned(), format!("+{name}")],
+        vec!["+@all".to_owned(), format!("-{name}")],
+        vec![
+            "~*".to_owned(),
+            "-@all".to_owned(),
+            format!("+{}", name.to_uppercase()),
+        ],
+    ];
+    if target().is_7_0_or_later() {
+        rules.push(vec!["-@all".to_owned(), format!("(+{name} ~x:*)")]);
+    }
+    for other in [apply, changes].into_iter().flatten() {
+        rules.push(vec!["-@all".to_owned(), format!("+{other}")]);
+        if target().is_7_0_or_later() {
+            rules.push(vec!["-@all".to_owned(), format!("(+{other} ~x:*)")]);
+        }
+    }
+    rules
+}
+
+fn module_load(con: &mut Connection, mode: Replicate) {
+    let mut load = vec![
+        "MODULE".to_owned(),
+        "LOAD".to_owned(),
+        module_path().display().to_string(),
+    ];
+    load.extend(target().default_module_args());
+    load.extend(["REPLICATE".to_owned(), mode.arg().to_owned()]);
+    q::<(), _>(con, &load);
+}
+
+#[test]
+fn module_unload_is_refused_while_acl_rules_name_its_commands() {
+    let name = target().command_name();
+    let mut refused = 0;
+    for mode in [Replicate::Set, Replicate::Msetex] {
+        let server = ServerConfig::without_module().start();
+        let mut admin = server.client();
+        module_load(&mut admin, mode);
+        let native = target().replicates_natively(false);
+        let apply = format!("{name}.apply");
+        let changes = format!("{name}.changes");
+        let (apply, changes) = match (mode, native) {
+            (Replicate::Msetex, false) => (Some(apply.as_str()), Some(changes.as_str())),
+            (_, true) => (None, Some(changes.as_str())),
+            (Replicate::Set, false) => (None, None),
+        };
+        for rules in rules_naming_the_module(name, apply, changes) {
+            let what = format!("{mode:?} {rules:?}");
+            let mut setuser = vec!["ACL", "SETUSER", "u1", "reset", "on", "nopass"];
+            setuser.extend(rules.iter().map(String::as_str));
+            q::<(), _>(&mut admin, &setuser);
+            let unload = exec(&mut admin, &["MODULE", "UNLOAD", "msetex"]);
+            assert!(unload.is_err(), "{what}: {unload:?}");
+            refused += 1;
+            // The server is up, describes its users, and still serves MSETEX.
+            assert!(
+                answers_ping(server.port(), std::time::Duration::from_secs(2)),
+                "{what}"
+            );
+            let list: Vec<String> = q(&mut admin, &["ACL", "LIST"]);
+            assert!(
+                list.iter().any(|u| u.starts_with("user u1 ")),
+                "{what}: {list:?}"
+            );
+            assert_eq!(
+                exec(&mut admin, &["MSETEX", "60", "k", "v"]).unwrap(),
+                Value::Okay,
+                "{what}"
+            );
+            // Without the rule the unload goes through, and the server still
+            // describes its users.
+            q::<i64, _>(&mut admin, &["ACL", "DELUSER", "u1"]);
+            q::<(), _>(&mut admin, &["MODULE", "UNLOAD", "msetex"]);
+            let _: Vec<String> = q(&mut admin, &["ACL", "LIST"]);
+            assert!(
+                answers_ping(server.port(), std::time::Duration::from_secs(2)),
+                "{what}"
+            );
+            module_load(&mut admin, mode);
+        }
+        if target().is_valkey() && target().has_builtin_msetex() {
+            continue;
+        }
+        let log = server.log();
+        assert!(
+            log.contains("MODULE UNLOAD refused: user 'u1' has the ACL rule"),
+            "{log}"
+        );
+    }
+    record_result(
+        "MODULE UNLOAD with rules naming the module's commands",
+        &format!(
+            "{refused} cases refused, server up, users described; unloaded once the rules went"
+        ),
+    );
+}
+
+#[test]
+fn module_unload_is_refused_when_acl_rules_cannot_be_read() {
+    let server = ServerConfig::default()
+        .line("rename-command ACL \"\"")
+        .start();
+    let mut con = server.client();
+    let unload = exec(&mut con, &["MODULE", "UNLOAD", "msetex"]);
+    if target().is_valkey() && target().has_builtin_msetex() {
+        // Valkey 9.1 guards the unload itself.
+        assert!(unload.is_ok(), "{unload:?}");
+        return;
+    }
+    assert!(unload.is_err(), "{unload:?}");
+    assert!(
+        server.log().contains("ACL renamed away"),
+        "{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("MODULE UNLOAD refused"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(
+        exec(&mut con, &["MSETEX", "60", "k", "v"]).unwrap(),
+        Value::Okay
+    );
+}
+
+/// README, *Replacing a built-in*: where the built-in MSETEX is renamed
+/// away, `SYNTAX NUMKEYS` serves MSETEX under its own name, with replicas
+/// and the AOF (the cluster side is in resharding.rs).
+#[test]
+fn the_module_replaces_a_builtin_renamed_away() {
+    if skip_unless(
+        target().has_builtin_msetex(),
+        "replaces a built-in MSETEX (Redis 8.4+, Valkey 9.1+)",
+    ) {
+        return;
+    }
+    for mode in [Replicate::Set, Replicate::Msetex] {
+        let config = || {
+            ServerConfig::default()
+                .module_args(&["SYNTAX", "NUMKEYS", "REPLICATE", mode.arg()])
+                .line("rename-command MSETEX \"\"")
+        };
+        let mut primary = config()
+            .line("appendonly yes")
+            .line("appendfsync always")
+            .start();
+        assert!(primary.log().contains("in its place"), "{}", primary.log());
+        let replica = start_replica(&primary, config());
+        let mut p = primary.client();
+        let call = ["MSETEX", "2", "a", "1", "b", "two", "NX", "EX", "600"];
+        assert_eq!(raw_command(&call).query::<i64>(&mut p).unwrap(), 1);
+        assert_eq!(
+            info_field(&mut p, "msetex", "msetex_calls").as_deref(),
+            Some("1")
+        );
+        wait_for_replicas(&mut p, 1);
+        let keys: [&[u8]; 2] = [b"a", b"b"];
+        let on_primary = values_and_deadlines(&mut p, &keys);
+        assert!(
+            on_primary.iter().all(|(v, d)| v.is_some() && d.0 > 0),
+            "{on_primary:?}"
+        );
+        assert_eq!(
+            values_and_deadlines(&mut replica.client(), &keys),
+            on_primary
+        );
+        primary.restart();
+        assert_eq!(
+            values_and_deadlines(&mut primary.client(), &keys),
+            on_primary
+        );
+    }
+}

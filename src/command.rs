@@ -10,14 +10,15 @@
 
 use std::ffi::CString;
 
-use crate::config::{self, AclCheck, Module};
+use crate::acl::AclCheck;
+use crate::config::{self, Module};
 use crate::ffi::{AclVerdict, Arg, ArgsChange, ContextFlags, Ctx, KeyPositions, Reply, Touch};
 use crate::outcome::{Abort, Refusal};
-use crate::replication::{self, Replication, Wire};
+use crate::replication::{self, Wire};
 use crate::server::{MovedKeys, PastDeadline};
 use crate::syntax::{self, apply, Ack, Condition, Expiry, ParseError, Request, Resolved, Syntax};
 use crate::write::SetWrite;
-use crate::{acl, stats, users, write};
+use crate::{stats, write};
 
 /// How a call ended: a reply, or an error before or after the first write.
 enum Outcome {
@@ -90,8 +91,8 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Outcom
     let flags = ctx.flags();
     let request = module.syntax.parse(args, ctx.now_ms())?;
     keys_were_declared(module, &request, flags, args.len())?;
-    check_acl(ctx, module, args, &request, flags)?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
+    check_acl(ctx, module, pairs, flags)?;
     let touch = if module.profile.condition_counts_access {
         Touch::Yes
     } else {
@@ -147,11 +148,7 @@ fn write(
                 Expiry::In(ms) => Resolved::At(ctx.now_ms().saturating_add(ms)),
                 other => other.resolved().ok_or(Abort("resolve the deadline"))?,
             };
-            let how = match module.replication {
-                Replication::PerKey => SetWrite::EveryKeyReplicatedBySet,
-                Replication::PerCall { .. } => SetWrite::EveryKeyReplicatedByModule,
-            };
-            write::write_with_set(ctx, pairs, resolved, how, &mut wire)?
+            write::write_with_set(ctx, pairs, resolved, SetWrite::EveryKey, &mut wire)?
         }
         _ => write::write_all(
             ctx,
@@ -191,45 +188,23 @@ fn keys_were_declared(
     Err(Refusal::Undeclared)
 }
 
-/// Redis 7.0 has no ACL categories for module commands. The filter gives
-/// MSETEX its 7.2 permission in every rule set as it is set (see `acl`), so
-/// the server's own check before MSETEX is already 7.2's; only while some
-/// user may still hold rules the filter never saw (just loaded, ACL LOAD)
-/// are they corrected first (`users`), and the call checked again, as the
-/// server would. The replication link and AOF loading are not checked, as
-/// the server's own.
+/// Redis 7.0 gives module commands no ACL categories: the server's own
+/// check before MSETEX allowed it by name (or `+@all`); MSETEX also needs
+/// MSET's permission on exactly its keys (see `acl`). The replication link
+/// and AOF loading are not checked, as the server's own.
 fn check_acl(
     ctx: &Ctx<'_>,
     module: &Module,
-    args: &[Arg<'_>],
-    request: &Request,
+    pairs: &[Arg<'_>],
     flags: ContextFlags,
 ) -> Result<(), Refusal> {
-    if module.acl != AclCheck::Translated || flags.replicated || flags.loading {
+    if module.acl != AclCheck::AlsoMset || flags.replicated || flags.loading {
         return Ok(());
     }
-    if acl::load_check_due() {
-        users::check_loads();
-    }
-    if acl::pending() {
-        users::correct(ctx, module, acl::Goal::Like72);
-    } else if !acl::some_uncorrected() {
-        return Ok(());
-    }
-    // A user whose rules could not be corrected: refused (fail closed).
-    if acl::some_uncorrected()
-        && ctx
-            .caller_user_name()
-            .is_some_and(|u| acl::is_uncorrected(&u))
-    {
-        return Err(Refusal::NoPermissionForCommand);
-    }
-    let pairs = args.get(request.pairs.clone()).unwrap_or_default();
-    let keys: Vec<Arg<'_>> = pairs.iter().step_by(2).copied().collect();
-    match ctx.acl_verdict(&module.name_c, args, &keys) {
+    match ctx.may_run(c"MSET", pairs, &module.name_c) {
         AclVerdict::Allowed => Ok(()),
         AclVerdict::DeniedCommand => Err(Refusal::NoPermissionForCommand),
-        AclVerdict::DeniedKey(_) => Err(Refusal::NoPermissionForKeys),
+        AclVerdict::DeniedKey => Err(Refusal::NoPermissionForKeys),
     }
 }
 
@@ -286,12 +261,9 @@ pub enum Seen {
     Other,
     /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
     ReplicationHandshake,
-    /// EXEC where ACL rules are translated: it may run a queued `ACL LOAD`
-    /// (see `acl::on_exec`).
-    Exec,
     /// A command the filter may rewrite: MSETEX where options would be
-    /// read as keys, COMMAND (GETKEYS) and ACL (DRYRUN) which ask about an
-    /// MSETEX call, ACL on Redis 7.0 (see `acl`).
+    /// read as keys, or where the module serves a built-in renamed away,
+    /// and COMMAND (GETKEYS) and ACL (DRYRUN), which ask about a call.
     Rewrite,
 }
 
@@ -310,11 +282,9 @@ pub fn seen(name: &[u8]) -> Seen {
     if (packs && is(module.name.as_bytes()))
         || (module.alias && is(b"MSETEX"))
         || ((asked_about || module.syntax == Syntax::Ttl) && is(b"COMMAND"))
-        || ((asked_about || module.acl == AclCheck::Translated) && is(b"ACL"))
+        || (asked_about && is(b"ACL"))
     {
         Seen::Rewrite
-    } else if module.acl == AclCheck::Translated && is(b"EXEC") {
-        Seen::Exec
     } else {
         Seen::Other
     }
@@ -334,19 +304,6 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
     let Some(module) = config::get() else {
         return Vec::new();
     };
-    if args
-        .first()
-        .is_some_and(|name| name.eq_ignore_ascii_case(b"ACL"))
-        && module.acl == AclCheck::Translated
-    {
-        if let acl::AclCommand::SetUser(ops) = acl::acl_command(args, &module.name) {
-            return vec![ArgsChange {
-                at: 3,
-                replaced: args.len().saturating_sub(3),
-                with: ops,
-            }];
-        }
-    }
     let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
     let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || is_alias(arg);
     let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);

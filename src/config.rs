@@ -1,23 +1,12 @@
 //! What the module decided when it loaded (`plan`), read by every call.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::sync::RwLock;
 
+use crate::acl::AclCheck;
 use crate::replication::{Replicate, Replication};
 use crate::server::{KeysDeclared, MovedKeys, Profile};
 use crate::syntax::Syntax;
-
-/// How a user's right to write is checked before MSETEX runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AclCheck {
-    /// The server checks ACL categories (Redis 7.2+, Valkey): nothing to do.
-    ByServer,
-    /// No categories for module commands (Redis 7.0): the command filter
-    /// gives MSETEX its 7.2 permission in every rule set (see `acl`).
-    Translated,
-    /// Redis 6.2: no module API can check a command permission.
-    Unavailable,
-}
 
 /// The loaded module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,16 +69,5 @@ impl Module {
     /// True where [`Module::packs_for`] says the filter has work.
     pub fn filter_packs(&self) -> bool {
         self.packs_for().is_some()
-    }
-
-    /// `INFO msetex` `msetex_acl`: how ACL rules reach MSETEX.
-    pub fn acl_label(&self) -> &'static CStr {
-        match self.acl {
-            AclCheck::ByServer => c"categories",
-            AclCheck::Translated if crate::acl::unreadable() => c"by-name",
-            AclCheck::Translated if crate::acl::pending() => c"correcting",
-            AclCheck::Translated => c"translated",
-            AclCheck::Unavailable => c"by-name",
-        }
     }
 }

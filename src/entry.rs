@@ -8,14 +8,15 @@ use std::ffi::CStr;
 
 use redis_module::{Context, RedisString, Status};
 
-use crate::config::{self, AclCheck};
+use crate::acl::{self, AclCheck};
+use crate::config;
 use crate::ffi::{self, ArgsChange, CallValue, InfoValue, KeyPositions, LogLevel, Optional, Reply};
 use crate::ffi::{Arg, Ctx};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server, UnloadGuard};
 use crate::syntax::ACL_CATEGORIES;
-use crate::{acl, command, load_args, plan, stats, unload, users};
+use crate::{command, load_args, plan, stats};
 
 /// MODULE LOAD / `loadmodule`.
 pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -39,17 +40,14 @@ pub fn deinit(ctx: &Context) -> Status {
 
 /// Whether MODULE UNLOAD may go ahead: where the server does not guard it
 /// itself, only when no ACL rule names one of the module's commands, as
-/// `ACL LIST` shows them (on Redis 7.0, once the module took back the
-/// rules it added). Refused, with a log line, when that cannot be read.
+/// `ACL LIST` shows them (see `acl`). Refused, with a log line, when that
+/// cannot be read.
 fn may_unload(ctx: &Ctx<'_>) -> bool {
     let Some(module) = config::get() else {
         return true;
     };
     if module.profile.unload_guard == UnloadGuard::Server {
         return true;
-    }
-    if module.acl == AclCheck::Translated && !users::on_unload(ctx) {
-        return false;
     }
     let refusal = match ctx.call(c"ACL", &[b"LIST"]) {
         Some(CallValue::Array(lines)) => {
@@ -61,7 +59,7 @@ fn may_unload(ctx: &Ctx<'_>) -> bool {
                 })
                 .collect();
             let names: Vec<&[u8]> = module.names.iter().map(|n| n.to_bytes()).collect();
-            unload::rule_naming(&lines, &names).map(|(user, rule)| {
+            acl::rule_naming(&lines, &names).map(|(user, rule)| {
                 format!(
                     "user '{user}' has the ACL rule '{rule}', which names a command of this \
                      module: this server would crash once the command is gone; remove the rule \
@@ -130,102 +128,74 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         plan.options.signal_on_close,
     )?;
     ffi::register_info::<Info>(raw)?;
-    let mut acl = AclCheck::Unavailable;
+    let mut acl = AclCheck::ByName;
+    let mut lines: Vec<(LogLevel, String)> = Vec::new();
     for command in &plan.commands {
-        let categories = create(raw, command)?;
+        let (docs, categories) = create(raw, command)?;
         if command.role == Role::Msetex {
-            acl = match categories {
-                Some(Ok(Optional::Done)) => AclCheck::ByServer,
-                _ if ffi::acl_check_available() => AclCheck::Translated,
-                _ => AclCheck::Unavailable,
-            };
+            acl = AclCheck::decide(
+                categories == Some(Ok(Optional::Done)),
+                ffi::acl_check_available(),
+            );
         }
-        log_extras(raw, command, categories, acl);
-    }
-    if acl == AclCheck::Translated {
-        // Users defined before (or loaded after) the module hold rules the
-        // command filter never saw: corrected before MSETEX first runs.
-        // From now on, a successful ACL LOAD makes a correction due.
-        acl::set_pending();
-        users::check_loads();
+        let extras = [
+            ("COMMAND DOCS information", docs),
+            ("ACL categories", categories),
+        ];
+        for (what, outcome) in extras {
+            let line = match outcome {
+                Some(Err(reason)) => (LogLevel::Warning, format!("{what}: {reason}")),
+                // Older servers: the command works without them (the ACL
+                // note below says how rules reach it).
+                _ => continue,
+            };
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
     }
     let watching = ffi::watch::<Hooks>(raw);
-    if acl == AclCheck::Translated && !ffi::watch_before_sleep::<Hooks>(raw) {
-        ffi::log(
-            raw,
-            LogLevel::Warning,
-            "no event loop event: an ACL LOAD is corrected on the next cron tick or before MSETEX runs",
-        );
-    }
     replication::set_watching(watching && plan.shortcut_allowed);
     if !watching {
-        ffi::log(
-            raw,
+        lines.push((
             LogLevel::Notice,
-            "server events or command filters unavailable: every key is always replicated",
-        );
+            "server events or command filters unavailable: every key is always replicated"
+                .to_owned(),
+        ));
     }
+    let acl_note = acl.load_note(&plan.module.name);
     config::set(config::Module { acl, ..plan.module });
     ffi::log(raw, LogLevel::Notice, &plan.registered);
-    for note in &plan.notes {
+    for note in plan.notes.iter().chain(acl_note.iter()) {
         ffi::log(raw, LogLevel::Notice, note);
+    }
+    for (level, line) in lines {
+        ffi::log(raw, level, &line);
     }
     Ok(())
 }
 
-/// Registers one command; returns what became of its ACL categories, if
-/// it asked for them.
-fn create(
-    raw: *mut ffi::RawCtx,
-    command: &Registration,
-) -> Result<Option<Result<Optional, String>>, String> {
+/// What became of an optional registration: COMMAND DOCS information (7.0+)
+/// or ACL categories (7.2+); `None` where the command asks for none.
+type Extra = Option<Result<Optional, String>>;
+
+/// Registers one command; returns what became of its docs and of its ACL
+/// categories, if it asked for them.
+fn create(raw: *mut ffi::RawCtx, command: &Registration) -> Result<(Extra, Extra), String> {
     let (name, flags, keys) = (&command.name, command.flags, command.legacy_keys);
     match command.role {
         Role::Msetex => ffi::create_command::<Msetex>(raw, name, flags, keys)?,
         Role::Apply => ffi::create_command::<Apply>(raw, name, flags, keys)?,
         Role::ChangesCounter => ffi::create_changes_counter(raw, name, flags)?,
     }
-    Ok(command
-        .categories
-        .then(|| ffi::set_acl_categories(raw, name, ACL_CATEGORIES)))
-}
-
-/// COMMAND DOCS information (7.0+) and ACL categories (7.2+): the command
-/// works without them, so a server that lacks or refuses them only gets a
-/// log line.
-fn log_extras(
-    raw: *mut ffi::RawCtx,
-    command: &Registration,
-    categories: Option<Result<Optional, String>>,
-    acl: AclCheck,
-) {
     let docs = command
         .docs
         .as_ref()
-        .map(|docs| ffi::set_command_info(raw, &command.name, docs));
-    let extras = [
-        ("COMMAND DOCS information", docs),
-        (
-            if acl == AclCheck::Unavailable {
-                "ACL categories (rules by command name still work)"
-            } else {
-                "ACL categories (MSETEX gets the permission of its categories through the rules \
-                 ACL SETUSER sets)"
-            },
-            categories,
-        ),
-    ];
-    for (what, outcome) in extras {
-        match outcome {
-            None | Some(Ok(Optional::Done)) => {}
-            Some(Ok(Optional::Unsupported)) => ffi::log(
-                raw,
-                LogLevel::Notice,
-                &format!("this server does not support {what}; skipped"),
-            ),
-            Some(Err(reason)) => ffi::log(raw, LogLevel::Warning, &format!("{what}: {reason}")),
-        }
-    }
+        .map(|docs| ffi::set_command_info(raw, name, docs));
+    let categories = command
+        .categories
+        .then(|| ffi::set_acl_categories(raw, name, ACL_CATEGORIES));
+    Ok((docs, categories))
 }
 
 /// `MSETEX`.
@@ -261,10 +231,6 @@ impl ffi::Hooks for Hooks {
                 replication::on_listener_may_appear();
                 false
             }
-            command::Seen::Exec => {
-                acl::on_exec();
-                false
-            }
             command::Seen::Rewrite => true,
         }
     }
@@ -277,16 +243,11 @@ impl ffi::Hooks for Hooks {
         replication::on_listener_may_appear();
     }
 
-    fn on_cron(ctx: &Ctx<'_>) {
+    fn on_cron() {
         replication::on_cron(|| {
             let fields = ffi::server_info_fields(c"replication", &replication::PROBED_FIELDS);
             ReplicationInfo::from_fields(&fields)
         });
-        users::on_cron(ctx);
-    }
-
-    fn before_sleep(ctx: &Ctx<'_>) {
-        users::before_sleep(ctx);
     }
 }
 
@@ -306,7 +267,7 @@ impl ffi::InfoSection for Info {
         if let Some(module) = config::get() {
             fields.push((c"syntax", InfoValue::Text(module.syntax.label())));
             fields.push((c"replicate", InfoValue::Text(module.replicate.label())));
-            fields.push((c"acl", InfoValue::Text(module.acl_label())));
+            fields.push((c"acl", InfoValue::Text(module.acl.label())));
         }
         fields
     }

@@ -11,8 +11,9 @@
 //! (`load_args`, `server`); `command` runs a call (`syntax` validates it,
 //! `write` writes the keys, `replication` decides what goes to replicas,
 //! the AOF and slot migrations, `outcome` says how a call that fails
-//! ends); `acl` and `users` give MSETEX its permission on Redis 7.0; `ffi`
-//! holds every raw module API call and imports nothing from above it.
+//! ends); `acl` says what decides a user's permission and when MODULE
+//! UNLOAD may go ahead; `ffi` holds every raw module API call and imports
+//! nothing from above it.
 
 // `unsafe` lives in `ffi` only (which allows it), each block with a
 // `// SAFETY:` line.
@@ -34,8 +35,6 @@ mod server;
 mod sizing;
 mod stats;
 mod syntax;
-mod unload;
-mod users;
 mod write;
 
 use entry::{deinit, init};

@@ -5,7 +5,8 @@
 
 use std::ffi::CString;
 
-use crate::config::{AclCheck, Module};
+use crate::acl::AclCheck;
+use crate::config::Module;
 use crate::ffi::docs::Docs;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::replication::{CallForm, Replication};
@@ -206,7 +207,7 @@ pub fn plan(
         syntax,
         replicate: options.replicate,
         replication,
-        acl: AclCheck::Unavailable,
+        acl: AclCheck::ByName,
         cluster: environment.cluster,
         counter_c: name_of(Role::ChangesCounter),
         names: commands

@@ -75,19 +75,18 @@ pub fn write_all<'c>(
     outcome.map(|()| writer.written)
 }
 
-/// How [`write_with_set`] writes: on Redis 6.2 every key, replicated by
-/// SET itself (REPLICATE SET) or once per call by the module; for a
-/// deadline that may be past on Valkey 8+, as SET decides (it may delete
-/// the key), replicated by SET itself in either mode.
+/// How [`write_with_set`] writes: on Redis 6.2 every key, replicated by the
+/// module (so that a script's `redis.set_repl` reaches it as it reaches
+/// the server's own self-replicating commands); for a deadline that may be
+/// past on Valkey 8+, as SET decides (it may delete the key), replicated by
+/// SET itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetWrite {
-    /// SET, as it does for a client (`!`): what it stored, counted for RDB
-    /// save points too.
-    EveryKeyReplicatedBySet,
-    /// The module replicates the call once ([`Wire::finish`]).
-    EveryKeyReplicatedByModule,
+    /// The module replicates each key ([`Wire::written`]) or the call.
+    EveryKey,
     /// SET stores the key or deletes it, and replicates that itself (the
-    /// `DEL` or `UNLINK` of a deleted key included).
+    /// `DEL` or `UNLINK` of a deleted key included): `RedisModule_Call`'s
+    /// `!`, as for a client.
     AsSetDecides,
 }
 
@@ -114,8 +113,8 @@ pub fn write_with_set<'c>(
     .collect::<Option<_>>()
     .ok_or(Abort("allocate the arguments"))?;
     let (propagation, by) = match how {
-        SetWrite::EveryKeyReplicatedByModule => (Propagation::ByModule, WrittenBy::Command),
-        _ => (Propagation::ByCommand, WrittenBy::ReplicatedCommand),
+        SetWrite::EveryKey => (Propagation::ByModule, WrittenBy::Command),
+        SetWrite::AsSetDecides => (Propagation::ByCommand, WrittenBy::ReplicatedCommand),
     };
     let mut written = 0;
     for pair in pairs.chunks_exact(2) {
@@ -128,8 +127,8 @@ pub fn write_with_set<'c>(
         ctx.signal_modified(*key);
         // Looking at a key whose deadline passed would expire it: only
         // where SET may have deleted it.
-        let there = how != SetWrite::AsSetDecides
-            || ctx.open_key_to_read(*key).is_some_and(|h| !h.is_empty());
+        let there =
+            how == SetWrite::EveryKey || ctx.open_key_to_read(*key).is_some_and(|h| !h.is_empty());
         if there {
             wire.written(*key, *value, by)?;
             written += 1;

@@ -17,7 +17,8 @@
 //!   the module where the server has one;
 //! - one call of 10,000 keys (new and refreshed) against one MSET of them,
 //!   and the PHP experiment the project started from;
-//! - memory per key against SET ... EX.
+//! - memory per key against SET ... EX;
+//! - ACL LOAD of 2,000 users with the module and without.
 //!
 //! The targets the report checks (the ratios MSETEX must stay within) are
 //! read from docs/bench-targets.txt.
@@ -44,7 +45,7 @@ mod targets;
 
 use pinning::Pinning;
 use report::Report;
-use run::experiments::{big_call, classic_experiment, memory_per_key, BigCall};
+use run::experiments::{acl_load, big_call, classic_experiment, memory_per_key, BigCall};
 use run::{minutes, Bench};
 use targets::Targets;
 
@@ -71,7 +72,11 @@ fn main() {
     let classic = classic_experiment(&bench);
     bench.progress.report("memory per key");
     let memory = memory_per_key(&bench);
-    let report = Report::new(&bench, big_calls, classic, memory);
+    bench
+        .progress
+        .report("ACL LOAD of 2,000 users, with and without the module");
+    let acl = acl_load(&bench);
+    let report = Report::new(&bench, big_calls, classic, memory, acl);
     write_report(&bench, &report, &targets);
 }
 

@@ -6,7 +6,7 @@ mod markdown;
 mod readme;
 
 use crate::plan::*;
-use crate::run::experiments::{BigCall, Memory};
+use crate::run::experiments::{AclLoad, BigCall, Memory};
 use crate::run::{Bench, Sample};
 use crate::statistics::{median, median_ratio};
 use msetex_harness::Replicate;
@@ -19,6 +19,7 @@ pub struct Report {
     pub big_calls: Vec<(usize, BigCall)>,
     classic: Vec<(&'static str, f64)>,
     pub memory: Memory,
+    pub acl_load: AclLoad,
     pub failed_calls: u64,
     /// (row, numerator, denominator) -> median within-round ratio of server
     /// time per key
@@ -36,12 +37,14 @@ impl Report {
         big_calls: Vec<(usize, BigCall)>,
         classic: Vec<(&'static str, f64)>,
         memory: Memory,
+        acl_load: AclLoad,
     ) -> Report {
         let mut report = Report {
             cells: BTreeMap::new(),
             big_calls,
             classic,
             memory,
+            acl_load,
             failed_calls: failed_calls(bench),
             ratios: BTreeMap::new(),
             rate_ratios: BTreeMap::new(),
@@ -181,6 +184,11 @@ impl Report {
             big_calls: Vec::new(),
             classic: Vec::new(),
             memory: Memory { rows: Vec::new() },
+            acl_load: AclLoad {
+                with_ms: f64::NAN,
+                without_ms: f64::NAN,
+                ratio: f64::NAN,
+            },
             failed_calls: 0,
             ratios: BTreeMap::new(),
             rate_ratios: BTreeMap::new(),

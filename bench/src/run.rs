@@ -85,7 +85,7 @@ impl Bench {
         }
     }
 
-    fn server(&self, setup: Setup) -> &'static Target {
+    pub(crate) fn server(&self, setup: Setup) -> &'static Target {
         &self.servers[setup.server]
     }
 

@@ -81,6 +81,8 @@ pub struct ServerConfig {
     pub lines: Vec<String>,
     /// Another server binary than the one under test ([`target`]).
     pub binary: Option<&'static Target>,
+    /// Command-line arguments after the config file (`--user ...`).
+    pub args: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +95,7 @@ impl Default for ServerConfig {
             module_file: None,
             lines: Vec::new(),
             binary: None,
+            args: Vec::new(),
         }
     }
 }
@@ -105,6 +108,7 @@ impl ServerConfig {
             module_file: None,
             lines: Vec::new(),
             binary: None,
+            args: Vec::new(),
         }
     }
 
@@ -138,7 +142,11 @@ impl ServerConfig {
             config: self,
             dir,
         };
-        let mut child = spawn_server(server.config.server(), &server.write_config(server.port));
+        let mut child = spawn_server(
+            server.config.server(),
+            &server.write_config(server.port),
+            &server.config.args,
+        );
         let deadline = Instant::now() + START_DEADLINE;
         loop {
             if let Ok(Some(_)) = child.try_wait() {
@@ -155,6 +163,12 @@ impl ServerConfig {
             }
             sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Adds command-line arguments, after the config file (`--user`, ...).
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
     }
 
     /// Adds a redis.conf line, e.g. `"appendonly yes"`.
@@ -337,7 +351,7 @@ impl Server {
             let port = free_port();
             let conf = self.write_config(port);
             let log_mark = self.log().len();
-            let mut child = spawn_server(self.config.server(), &conf);
+            let mut child = spawn_server(self.config.server(), &conf, &self.config.args);
             match wait_until_ready(&mut child, port) {
                 Ok(()) => {
                     self.child = Some(child);
@@ -368,9 +382,10 @@ impl Drop for Server {
 }
 
 /// Runs redis-server on a config file; its output goes to the log file.
-fn spawn_server(server: &Target, conf: &Path) -> Child {
+fn spawn_server(server: &Target, conf: &Path, args: &[String]) -> Child {
     Command::new(&server.binary)
         .arg(conf)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

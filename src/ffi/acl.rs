@@ -14,82 +14,84 @@ pub enum AclVerdict {
     Allowed,
     /// No selector allows the command itself.
     DeniedCommand,
-    /// A selector allows the command, none the keys: the index of the key
-    /// reported (the first one no selector lets the user write).
-    DeniedKey(usize),
+    /// A selector allows the command, none the keys.
+    DeniedKey,
 }
 
 impl<'call> Ctx<'call> {
-    /// Whether the calling client's user may run the command `args` (all of
-    /// it: the command and every key, in one selector, as the server checks
-    /// it), through the module ACL API (Redis 7.0+). A refusal is written to
-    /// the ACL log (reason `command`, or `key` with the first key in `keys`
-    /// that no selector lets the user write), as the server's own. Clients
-    /// without a user (the replication link, another module's RM_Call) may
-    /// run anything, as for the server; so does every client where the API
-    /// is missing (the caller only asks where it exists).
-    pub fn acl_verdict(
-        &self,
-        command: &CStr,
-        args: &[Arg<'call>],
-        keys: &[Arg<'call>],
-    ) -> AclVerdict {
+    /// Whether the calling client's user may run `command` (a server
+    /// command, such as MSET) with `pairs` as its arguments: the command and
+    /// every key it declares, in one selector, as the server checks it
+    /// (Redis 7.0+). A refusal is written to the ACL log as the server's own
+    /// (reason `command` with `logged` as the command, or `key` with the
+    /// first key no selector lets the user write). Clients without a user
+    /// (the replication link, another module's RM_Call) may run anything,
+    /// as for the server. Where the API is missing, or the check cannot be
+    /// made, the answer is a refusal.
+    pub fn may_run(&self, command: &CStr, pairs: &[Arg<'call>], logged: &CStr) -> AclVerdict {
         let api = self.api;
         let (Some(from_name), Some(check), Some(free_user)) = (
             api.get_module_user_from_user_name,
             api.acl_check_command_permissions,
             api.free_module_user,
         ) else {
-            return AclVerdict::Allowed;
+            return AclVerdict::DeniedCommand;
         };
         let Some(name) = self.caller_name() else {
             return AclVerdict::Allowed;
+        };
+        let Some(command) = self.string(command.to_bytes()) else {
+            return AclVerdict::DeniedCommand;
         };
         // SAFETY: name is a live string; the user (or NULL) is ours to free.
         let user = unsafe { from_name(name.ptr) };
         if user.is_null() {
             return AclVerdict::DeniedCommand; // the user was deleted meanwhile
         }
-        let run = |argv: &[Arg<'call>]| {
-            let mut ptrs: Vec<*mut RedisModuleString> = argv.iter().map(|a| a.ptr).collect();
+        let run = |argv: &[*mut RedisModuleString]| {
+            let mut ptrs = argv.to_vec();
             let argc = c_int::try_from(ptrs.len()).unwrap_or(0);
             // SAFETY: user is live; ptrs holds argc live strings.
             unsafe { check(user, ptrs.as_mut_ptr(), argc) == OK }
         };
-        let verdict = if run(args) {
+        let mut argv = Vec::with_capacity(1 + pairs.len());
+        argv.push(command.ptr);
+        argv.extend(pairs.iter().map(|arg| arg.ptr));
+        let verdict = if run(&argv) {
             AclVerdict::Allowed
-        } else if !run(args.get(..1).unwrap_or_default()) {
+        } else if !run(&argv[..1]) {
             AclVerdict::DeniedCommand
         } else {
-            let writable = |key: &Arg<'call>| {
-                api.acl_check_key_permissions.is_none_or(|check_key| {
-                    // SAFETY: user and key are live.
-                    unsafe {
-                        check_key(user, key.ptr, raw::REDISMODULE_CMD_KEY_UPDATE as c_int) == OK
-                    }
-                })
-            };
-            let index = keys.iter().position(|k| !writable(k)).unwrap_or(0);
-            AclVerdict::DeniedKey(index)
+            AclVerdict::DeniedKey
         };
-        // The command as the server names it (not as the client typed it).
-        let name = self.string(command.to_bytes());
-        let object = match verdict {
+        let writable = |key: &Arg<'call>| {
+            api.acl_check_key_permissions.is_none_or(|check_key| {
+                // SAFETY: user and key are live.
+                unsafe { check_key(user, key.ptr, raw::REDISMODULE_CMD_KEY_UPDATE as c_int) == OK }
+            })
+        };
+        let logged = self.string(logged.to_bytes());
+        let entry = match verdict {
             AclVerdict::Allowed => None,
-            AclVerdict::DeniedCommand => name.as_ref().map(|n| {
+            AclVerdict::DeniedCommand => logged.as_ref().map(|name| {
                 (
-                    n.ptr,
+                    name.ptr,
                     raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_CMD,
                 )
             }),
-            AclVerdict::DeniedKey(index) => keys.get(index).map(|k| {
-                (
-                    k.ptr,
-                    raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
-                )
-            }),
+            AclVerdict::DeniedKey => pairs
+                .iter()
+                .step_by(2)
+                .find(|key| !writable(key))
+                .or(pairs.first())
+                .map(|key| {
+                    (
+                        key.ptr,
+                        raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY,
+                    )
+                }),
         };
-        if let (Some(add_entry), Some((object, reason))) = (api.acl_add_log_entry, object) {
+        if let (Some(add_entry), Some((object, reason))) = (api.acl_add_log_entry, entry) {
             // SAFETY: ctx, user and object are live; the server copies them.
             unsafe { add_entry(self.raw, user, object, reason) };
         }
@@ -97,9 +99,7 @@ impl<'call> Ctx<'call> {
         unsafe { free_user(user) };
         verdict
     }
-}
 
-impl<'call> Ctx<'call> {
     /// The name of the calling client's user; `None` for a client without
     /// one (the replication link, another module's RM_Call) or where the
     /// API is missing.
@@ -124,19 +124,6 @@ impl<'call> Ctx<'call> {
         let current = api.get_current_user_name?;
         // SAFETY: a script client has a user; the string is ours to free.
         OwnedString::new(unsafe { current(self.raw) }, api)
-    }
-
-    /// The calling client's user name, as [`Ctx::caller_name`].
-    pub fn caller_user_name(&self) -> Option<Vec<u8>> {
-        let name = self.caller_name()?;
-        let mut len = 0usize;
-        // SAFETY: name is a live string; the bytes are copied before it is freed.
-        let data = unsafe { (self.api.string_ptr_len)(name.ptr, &mut len) };
-        if data.is_null() {
-            return Some(Vec::new());
-        }
-        // SAFETY: data points at len readable bytes owned by name (live).
-        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec())
     }
 }
 

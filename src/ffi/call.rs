@@ -199,11 +199,6 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.free_call_reply)(reply) };
         Some(value)
     }
-
-    /// The value of the config `name` (CONFIG GET through the server).
-    pub fn config(&self, name: &CStr) -> Option<String> {
-        config_get(self.raw, self.api, name)
-    }
 }
 
 /// A reply of [`Ctx::call`], copied out of the server's reply.

@@ -43,11 +43,7 @@ pub trait Hooks {
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     /// Every cron tick (`hz` times a second).
-    fn on_cron(ctx: &Ctx<'_>);
-    /// Before the server sleeps, after the commands of an event loop
-    /// iteration ran and before their replies are sent (where subscribed,
-    /// see [`super::watch_before_sleep`]).
-    fn before_sleep(ctx: &Ctx<'_>);
+    fn on_cron();
 }
 
 /// A value of the module's INFO section.
@@ -100,23 +96,15 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
 
 /// Server events: role changes, loading, cron ticks.
 pub(super) unsafe extern "C" fn server_event<H: Hooks>(
-    ctx: *mut RedisModuleCtx,
+    _ctx: *mut RedisModuleCtx,
     event: raw::RedisModuleEvent,
-    subevent: u64,
+    _subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
     // A panic must not cross into the server.
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
-            if let Some(ctx) = Ctx::of(ctx) {
-                H::on_cron(&ctx);
-            }
-        } else if event.id == raw::REDISMODULE_EVENT_EVENTLOOP {
-            if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP {
-                if let Some(ctx) = Ctx::of(ctx) {
-                    H::before_sleep(&ctx);
-                }
-            }
+            H::on_cron();
         } else {
             H::on_replication_event();
         }

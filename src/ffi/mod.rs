@@ -158,7 +158,7 @@ pub fn init_api() -> Result<&'static Api, String> {
 }
 
 /// Log levels of `RedisModule_Log`.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
     Notice,
     Warning,

@@ -108,21 +108,6 @@ fn register(
     }
 }
 
-/// Subscribes `H` to the event loop's "before sleep" (Redis 7.0+): see
-/// [`Hooks::before_sleep`]. False where the server has no such event.
-pub fn watch_before_sleep<H: Hooks>(ctx: *mut RedisModuleCtx) -> bool {
-    let Some(api) = API.get() else {
-        return false;
-    };
-    let event = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_EVENTLOOP,
-        dataver: 1,
-    };
-    // SAFETY: ctx is the load context; server_event matches
-    // RedisModuleEventCallback and lives as long as the module.
-    unsafe { (api.subscribe_to_server_event)(ctx, event, Some(server_event::<H>)) == OK }
-}
-
 /// Subscribes `H` to the server events (a role change, a load, the cron
 /// tick) and makes it the command filter, which sees every command but the
 /// module's own calls. Returns false if the server cannot deliver one of

@@ -48,6 +48,15 @@ fn reports_the_load_options_and_who_listens() {
     };
     assert_eq!(field(&mut con, "msetex_syntax"), "ttl");
     assert_eq!(field(&mut con, "msetex_replicate"), "set");
+    // How ACL rules reach MSETEX (README, Security).
+    let acl = if target().has_module_acl_categories() {
+        "categories"
+    } else if target().is_7_0_or_later() {
+        "by-name-and-mset"
+    } else {
+        "by-name"
+    };
+    assert_eq!(field(&mut con, "msetex_acl"), acl);
     let quiet = eventually(std::time::Duration::from_secs(5), || {
         field(&mut con, "msetex_replication_listeners") == "none"
     });

@@ -92,6 +92,9 @@ fn a_bcast_noloop_client_is_not_told_about_its_own_writes() {
 fn batch_command() -> &'static str {
     if target().is_valkey() && target().has_builtin_msetex() {
         "msetex"
+    } else if !target().is_7_0_or_later() {
+        // Redis 6.2: every key through SET.
+        "set"
     } else {
         "mset"
     }
@@ -158,12 +161,14 @@ fn monitor_slowlog_and_commandstats_show_the_batch_command_and_nothing_else() {
         std::io::BufRead::read_line(&mut lines, &mut line).expect("a MONITOR line");
         seen.push(line.trim().to_owned());
     }
+    // The module's own calls: not from the test's connection.
     let batch_lines = |key: &str| {
         seen.iter()
             .filter(|l| l.to_ascii_lowercase().contains(&format!("\"{batch}\"")) && l.contains(key))
+            .filter(|l| !l.contains("127.0.0.1:"))
             .count()
     };
     assert_eq!(batch_lines("m:int"), 1, "{seen:?}");
-    // Redis 6.2 writes every key through the batch.
+    // Redis 6.2 writes every key through SET.
     assert_eq!(batch_lines("m:new"), usize::from(!key_api), "{seen:?}");
 }

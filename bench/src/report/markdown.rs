@@ -20,6 +20,7 @@ impl Report {
         self.rows_markdown(bench, &mut md);
         self.classic_markdown(bench, &mut md);
         self.memory_markdown(bench, &mut md);
+        self.acl_load_markdown(bench, &mut md);
         failures_markdown(bench, &mut md);
         md
     }
@@ -240,6 +241,18 @@ impl Report {
                 msetex / set
             );
         }
+    }
+
+    fn acl_load_markdown(&self, bench: &Bench, md: &mut String) {
+        let acl = &self.acl_load;
+        let _ = writeln!(
+            md,
+            "\n## ACL LOAD of 2,000 users on {}\n\n             | with the module | without | ratio |\n| ---: | ---: | ---: |\n             | {:.2} ms | {:.2} ms | {:.2} |",
+            bench.servers[0].describe(),
+            acl.with_ms,
+            acl.without_ms,
+            acl.ratio
+        );
     }
 }
 

@@ -35,6 +35,7 @@ pub const NAMES: &[(&str, Comparison)] = &[
     ("main.one-call-refreshing-10000-keys.msetex/mset", AtMost),
     ("main.memory-per-key.msetex/set-ex", Within),
     ("main.memory-per-key.integer.msetex/set-ex", Within),
+    ("main.acl-load-2000-users.module/without", AtMost),
     ("failed-calls-and-runs", AtMost),
 ];
 
@@ -142,6 +143,7 @@ impl Goals<'_> {
         self.numkeys();
         self.big_call();
         self.memory();
+        self.acl_load();
         self.failures();
         self.list
     }
@@ -302,6 +304,23 @@ impl Goals<'_> {
         }
     }
 
+    /// ACL LOAD costs what it costs without the module.
+    fn acl_load(&mut self) {
+        let limit = self
+            .targets
+            .at_most("main.acl-load-2000-users.module/without");
+        let ratio = self.report.acl_load.ratio;
+        self.list.push(Goal {
+            what: format!(
+                "{}, ACL LOAD of 2,000 users with the module: at most {}x without",
+                self.main,
+                short(limit)
+            ),
+            measured: format!("{ratio:.2}x"),
+            holds: ratio <= limit,
+        });
+    }
+
     fn failures(&mut self) {
         let limit = self.targets.at_most("failed-calls-and-runs");
         let failed = self.report.failed_calls;
@@ -397,6 +416,7 @@ mod tests {
             format!("{main}, one call refreshing 10,000 keys: server time at most 1.5x one MSET of them"),
             format!("{main}, memory per key, 32 B values: within 5% of SET EX"),
             format!("{main}, memory per key, integer values: within 5% of SET EX"),
+            format!("{main}, ACL LOAD of 2,000 users with the module: at most 1.2x without"),
             "zero failed calls or runs".into(),
         ];
         assert_eq!(

@@ -12,12 +12,13 @@ use std::ffi::CString;
 
 use crate::acl::AclCheck;
 use crate::config::{self, Module};
+use crate::deadline::Deadline;
 use crate::ffi::{AclVerdict, Arg, ArgsChange, ContextFlags, Ctx, KeyPositions, Reply, Touch};
 use crate::outcome::{Abort, Refusal};
 use crate::replication::{self, Wire};
-use crate::server::{MovedKeys, PastDeadline};
-use crate::syntax::{self, apply, Ack, Condition, Expiry, ParseError, Request, Resolved, Syntax};
-use crate::write::SetWrite;
+use crate::server::MovedKeys;
+use crate::syntax::{self, apply, Ack, Condition, ParseError, Request, Syntax};
+use crate::write::{Batching, Fork};
 use crate::{stats, write};
 
 /// How a call ended: a reply, or an error before or after the first write.
@@ -125,41 +126,23 @@ fn write(
         module.counter_c.as_deref(),
         flags.aof,
     );
-    let past = |deadline: i64| deadline <= ctx.now_ms();
-    let written = match request.expiry {
-        // A deadline that looks past where SET may then delete the keys
-        // (Valkey 8+): SET itself decides, from the command's clock, and
-        // replicates what it did.
-        Expiry::At(deadline)
-            if module.profile.past_deadline == PastDeadline::DecidedBySet && past(deadline) =>
-        {
-            write::write_with_set(
-                ctx,
-                pairs,
-                Resolved::At(deadline),
-                SetWrite::AsSetDecides,
-                &mut wire,
-            )?
-        }
-        // Redis 6.2: every key through SET, which fires SET's events in
-        // argument order and stores values in SET's encoding.
-        expiry if !module.profile.key_api_writes => {
-            let resolved = match expiry {
-                Expiry::In(ms) => Resolved::At(ctx.now_ms().saturating_add(ms)),
-                other => other.resolved().ok_or(Abort("resolve the deadline"))?,
-            };
-            write::write_with_set(ctx, pairs, resolved, SetWrite::EveryKey, &mut wire)?
-        }
-        _ => write::write_all(
-            ctx,
-            &module.profile,
-            pairs,
-            request.expiry,
-            flags.active_child,
-            &mut wire,
-        )?,
+    let mut deadline = Deadline::new(request.expiry);
+    let batching = Batching::choose(&module.profile, request.expiry, ctx.now_ms());
+    let fork = if flags.active_child {
+        Fork::Running
+    } else {
+        Fork::None
     };
-    wire.finish(&module.replication, pairs)?;
+    let written = write::write_all(
+        ctx,
+        &module.profile,
+        pairs,
+        &mut deadline,
+        batching,
+        fork,
+        &mut wire,
+    )?;
+    wire.finish(&module.replication, pairs, deadline.resolved())?;
     stats::record_keys(written);
     Ok(match request.ack {
         Ack::Ok => Reply::Ok,

@@ -24,6 +24,7 @@
 mod acl;
 mod command;
 mod config;
+mod deadline;
 mod entry;
 #[allow(unsafe_code)]
 mod ffi;

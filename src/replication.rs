@@ -25,11 +25,11 @@
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::deadline::{words, Form, Resolved, Word};
 use crate::ffi::{Arg, Ctx, OwnedString};
 use crate::outcome::Abort;
 use crate::server::Profile;
-use crate::syntax::apply::{APPLY_KEEP, APPLY_PERSIST};
-use crate::syntax::Resolved;
+use crate::write::Sink;
 
 // ---------------------------------------------------------------------------
 // The modes
@@ -283,10 +283,8 @@ pub struct Wire<'call> {
     ctx: &'call Ctx<'call>,
     sends: Sends,
     /// `SET key value <tail>` for [`Sends::PerKey`]: the strings after the
-    /// value, created once per call.
-    set_tail: Vec<OwnedString>,
-    /// The call's expiry with its deadline resolved, once known.
-    expiry: Option<Resolved>,
+    /// value, created with the first key.
+    set_tail: Option<Vec<OwnedString>>,
     /// The changes counter (`<name>.changes`), where each call is
     /// replicated as one command.
     counter: Option<&'call CStr>,
@@ -312,59 +310,21 @@ impl<'call> Wire<'call> {
         Wire {
             ctx,
             sends,
-            set_tail: Vec::new(),
-            expiry: None,
+            set_tail: None,
             counter,
         }
     }
 
-    /// The call's expiry, once its deadline is known (before the first key
-    /// is replicated). Fails only if the server cannot allocate two strings.
-    pub fn set_expiry(&mut self, expiry: Resolved) -> Result<(), Abort> {
-        self.expiry = Some(expiry);
-        if !matches!(self.sends, Sends::PerKey) {
-            return Ok(());
-        }
-        // `SET key value <tail>`: SET's own form of each expiry.
-        let tail = match expiry {
-            Resolved::At(deadline) => {
-                vec![self.ctx.string(b"PXAT"), self.ctx.string_from_i64(deadline)]
-            }
-            Resolved::Keep => vec![self.ctx.string(b"KEEPTTL")],
-            Resolved::Persist => Vec::new(),
-        };
-        self.set_tail = tail
-            .into_iter()
-            .collect::<Option<Vec<_>>>()
-            .ok_or(Abort("allocate the replicated command"))?;
-        Ok(())
-    }
-
-    /// `key` now holds `value`.
-    pub fn written(&mut self, key: Arg, value: Arg, by: WrittenBy) -> Result<(), Abort> {
-        match (&mut self.sends, by) {
-            (_, WrittenBy::ReplicatedCommand) => {}
-            (Sends::CountOnly, WrittenBy::KeyApi) => self.ctx.count_change(),
-            (Sends::CountOnly, WrittenBy::Command) => {}
-            (Sends::PerKey, _) => {
-                if !self.ctx.replicate_set(key, value, &self.set_tail) {
-                    return Err(Abort("replicate"));
-                }
-            }
-            (Sends::PerCall { uncounted, pending }, WrittenBy::KeyApi) => {
-                *uncounted += 1;
-                *pending = true;
-            }
-            (Sends::PerCall { pending, .. }, WrittenBy::Command) => *pending = true,
-        }
-        Ok(())
-    }
-
     /// Ends the call: where each call is replicated as one command and a
-    /// write needs it, replicates the call (its `pairs`, in its absolute
-    /// form) and counts the key-API writes. The command replicated counts
-    /// one change itself.
-    pub fn finish(self, replication: &Replication, pairs: &[Arg]) -> Result<(), Abort> {
+    /// write needs it, replicates the call (its `pairs`, with `expiry`) and
+    /// counts the key-API writes. The command replicated counts one change
+    /// itself.
+    pub fn finish(
+        self,
+        replication: &Replication,
+        pairs: &[Arg],
+        expiry: Option<Resolved>,
+    ) -> Result<(), Abort> {
         let (
             Sends::PerCall {
                 uncounted,
@@ -375,9 +335,24 @@ impl<'call> Wire<'call> {
         else {
             return Ok(());
         };
-        // Set with the first key written, which the caller checked.
-        let expiry = self.expiry.ok_or(Abort("resolve the deadline"))?;
-        let (head, tail) = words(self.ctx, *form, expiry, pairs.len() / 2)?;
+        // Known once the first key was written, which `pending` says.
+        let expiry = expiry.ok_or(Abort("resolve the deadline"))?;
+        let (head, tail) = match form {
+            CallForm::Apply => (words(expiry.into(), Form::Apply), Some(Vec::new())),
+            CallForm::Numkeys => (
+                Some(vec![Word::Number(pairs.len() as i64 / 2)]),
+                words(expiry.into(), Form::Options),
+            ),
+        };
+        let strings = |words: Option<Vec<Word>>| -> Option<Vec<OwnedString>> {
+            words?
+                .into_iter()
+                .map(|word| string(self.ctx, word))
+                .collect()
+        };
+        let (head, tail) = strings(head)
+            .zip(strings(tail))
+            .ok_or(Abort("allocate the replicated command"))?;
         if !self.ctx.replicate_command(command, &head, pairs, &tail) {
             return Err(Abort("replicate"));
         }
@@ -393,30 +368,48 @@ impl<'call> Wire<'call> {
     }
 }
 
-/// The arguments of a call's one replicated command before and after its
-/// pairs.
-fn words(
-    ctx: &Ctx<'_>,
-    form: CallForm,
-    expiry: Resolved,
-    pairs: usize,
-) -> Result<(Vec<OwnedString>, Vec<OwnedString>), Abort> {
-    let numkeys = || ctx.string_from_i64(pairs as i64);
-    let (head, tail) = match (form, expiry) {
-        (CallForm::Apply, Resolved::At(deadline)) => (vec![ctx.string_from_i64(deadline)], vec![]),
-        (CallForm::Apply, Resolved::Keep) => (vec![ctx.string(APPLY_KEEP)], vec![]),
-        (CallForm::Apply, Resolved::Persist) => (vec![ctx.string(APPLY_PERSIST)], vec![]),
-        (CallForm::Numkeys, Resolved::At(deadline)) => (
-            vec![numkeys()],
-            vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
-        ),
-        (CallForm::Numkeys, Resolved::Keep) => (vec![numkeys()], vec![ctx.string(b"KEEPTTL")]),
-        (CallForm::Numkeys, Resolved::Persist) => (vec![numkeys()], vec![]),
-    };
-    let all = |words: Vec<Option<OwnedString>>| words.into_iter().collect::<Option<Vec<_>>>();
-    all(head)
-        .zip(all(tail))
-        .ok_or(Abort("allocate the replicated command"))
+/// A protocol word as a string the server takes.
+fn string(ctx: &Ctx<'_>, word: Word) -> Option<OwnedString> {
+    match word {
+        Word::Text(text) => ctx.string(text),
+        Word::Number(n) => ctx.string_from_i64(n),
+    }
+}
+
+impl<'call> Sink<Arg<'call>> for Wire<'call> {
+    fn written(
+        &mut self,
+        key: Arg<'call>,
+        value: Arg<'call>,
+        by: WrittenBy,
+        expiry: Resolved,
+    ) -> Result<(), Abort> {
+        let ctx = self.ctx;
+        match (&mut self.sends, by) {
+            (_, WrittenBy::ReplicatedCommand) => {}
+            (Sends::CountOnly, WrittenBy::KeyApi) => ctx.count_change(),
+            (Sends::CountOnly, WrittenBy::Command) => {}
+            (Sends::PerKey, _) => {
+                if self.set_tail.is_none() {
+                    // `SET key value <tail>`: SET's own form of the expiry.
+                    let tail = words(expiry.into(), Form::Options)
+                        .and_then(|words| words.into_iter().map(|w| string(ctx, w)).collect())
+                        .ok_or(Abort("allocate the replicated command"))?;
+                    self.set_tail = Some(tail);
+                }
+                let tail = self.set_tail.as_deref().unwrap_or_default();
+                if !ctx.replicate_set(key, value, tail) {
+                    return Err(Abort("replicate"));
+                }
+            }
+            (Sends::PerCall { uncounted, pending }, WrittenBy::KeyApi) => {
+                *uncounted += 1;
+                *pending = true;
+            }
+            (Sends::PerCall { pending, .. }, WrittenBy::Command) => *pending = true,
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,67 +1,163 @@
 //! Writing the keys of one call, each as `SET key value <expiry>` would
 //! leave it: value and encoding, memory, deadline, keyspace events, WATCH
-//! and client-side caching signals, LFU/LRU metadata, and what replicas and
-//! the AOF receive (through [`Wire`]). An error here is an [`Abort`]: the
-//! keys written before it stay written and replicated.
+//! and client-side caching signals, LFU/LRU metadata; and telling the
+//! replication ([`Sink`]) what was written. An error here is an [`Abort`]:
+//! the keys written before it stay written and replicated.
 //!
 //! Three paths, chosen per key (docs/DESIGN.md has the costs):
 //!
 //! - **in place**: the key holds a string of the same length whose
 //!   allocation is no bigger than the one SET would give a fresh value
-//!   (`sizing`: not one APPEND left spare capacity in), and which SET would
-//!   not store embedded with its key either (`Profile::in_place`): the new
-//!   bytes are copied into it. The key's dictionary and TTL entries stay; this is
-//!   what makes refreshing sessions nearly as cheap as MSET.
-//! - **new key**: the key does not exist: the argument object itself is
-//!   stored, already in SET's encoding (the server's parser made it).
+//!   (`sizing`), and which SET would not store embedded with its key
+//!   (`Profile::in_place`): the new bytes are copied into it;
+//! - **new key**: the argument object itself is stored, already in SET's
+//!   encoding;
 //! - **batch**: everything else (integers, other lengths and types, strings
-//!   SET embeds): the server's own command writes a batch of such pairs in
-//!   one call, with SET's encoding (`int`, shared integers, embedded
-//!   strings), events and signals: the built-in MSETEX where it writes each
-//!   key as SET does (Valkey 9.1+), MSET elsewhere, and the module then sets
-//!   each key's expiry.
+//!   SET embeds) waits, then the server's own command writes it
+//!   ([`Batching`]): MSET then each key's deadline, the built-in MSETEX
+//!   (Valkey 9.1+), or SET key by key (Redis 6.2, and past deadlines on
+//!   Valkey 8+).
 //!
-//! Keys are written in argument order: batched keys wait, and the batch is
-//! written before the next key-API write and before a key that waits in it
-//! again, so keyspace events follow the arguments and a repeated key ends
-//! with its last value, as with MSET.
+//! Keys are written in argument order: the batch is written before the next
+//! key-API write and before a key that waits in it again, so keyspace
+//! events follow the arguments and a repeated key ends with its last value.
+//!
+//! The rules run over [`Keyspace`], which the module API implements (at the
+//! end of this file) and the unit tests an in-memory store.
 
 use std::ffi::CStr;
 
+use crate::deadline::{words, Deadline, Expiry, Form, Resolved, Word};
 use crate::ffi::{
-    Arg, Contents, Ctx, EventClass, Head, Key, OwnedString, Propagation, Touch, Values,
+    Allocation, Arg, Contents, Ctx, EventClass, Head, Key, Propagation, Touch, Values,
 };
 use crate::outcome::Abort;
-use crate::replication::{Wire, WrittenBy};
-#[cfg(doc)]
-use crate::server::PastDeadline;
-use crate::server::Profile;
-use crate::syntax::{parse_i64, Expiry, Resolved};
+use crate::replication::WrittenBy;
+use crate::server::{PastDeadline, Profile};
+use crate::syntax::parse_i64;
 use crate::{sizing, stats};
 
-/// Pairs per MSET call: enough to spread its cost, small enough for the
-/// batch filter to stay sparse.
+/// Pairs per batch: enough to spread its cost, small enough for the batch
+/// filter to stay sparse.
 const BATCH_MAX: usize = 256;
 
-/// Writes every pair; returns how many keys were written. `child_active`:
-/// a fork runs, so lookups leave keys' LRU clocks alone.
-pub fn write_all<'c>(
-    ctx: &'c Ctx<'c>,
+// ---------------------------------------------------------------------------
+// What the rules need from the server
+
+/// An open key.
+pub trait OpenKey<A> {
+    fn contents(&self) -> Contents;
+    /// The string value's allocation, once made private, if it holds `len`.
+    fn allocation(&mut self, len: usize) -> Option<Allocation>;
+    fn overwrite(&mut self, bytes: &[u8]) -> bool;
+    /// Stores `value` (the TTL is cleared).
+    fn set(&mut self, value: A) -> bool;
+    fn deadline(&self) -> Option<i64>;
+    /// Sets the TTL from the server's clock for commands; the deadline.
+    fn expire_in(&mut self, ms: i64) -> Option<i64>;
+    fn expire_at(&mut self, at: i64) -> bool;
+    fn persist(&mut self) -> bool;
+    fn lfu(&self) -> Option<i64>;
+    fn set_lfu(&mut self, lfu: i64);
+    /// A fresh LRU clock (a no-op under LFU).
+    fn mark_used_now(&mut self);
+}
+
+/// The keyspace of one call: its keys, events and signals, and the
+/// server's own write commands.
+pub trait Keyspace {
+    type Arg: Copy + AsRef<[u8]>;
+    type Key: OpenKey<Self::Arg>;
+    /// Opens `key` for writing (dropped: closed).
+    fn open(&self, key: Self::Arg, touch: Touch) -> Option<Self::Key>;
+    /// Opens `key` only to look at it, with no effect a client could see.
+    fn look(&self, key: Self::Arg) -> Option<Self::Key>;
+    fn notify(&self, class: EventClass, event: &'static CStr, key: Self::Arg);
+    /// Tells WATCH and client-side caching that `key` changed.
+    fn signal(&self, key: Self::Arg);
+    /// Runs the server's `command [numkeys] pairs... tail...`; false if it
+    /// failed.
+    fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
+    fn now_ms(&self) -> i64;
+}
+
+/// One call of a server write command on a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerWrite {
+    pub command: &'static CStr,
+    pub head: Head,
+    pub tail: Vec<Word>,
+    pub values: Values,
+    pub propagation: Propagation,
+}
+
+/// Where what is written goes next: the replication of the call.
+pub trait Sink<A> {
+    /// `key` now holds `value`, written `by`, with `expiry`.
+    fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved) -> Result<(), Abort>;
+}
+
+// ---------------------------------------------------------------------------
+// The rules
+
+/// What writes the keys the key API cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batching {
+    /// MSET, then each key's deadline.
+    Mset,
+    /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
+    Builtin,
+    /// `SET key value <expiry>` per key, every key: Redis 6.2 (SET's events
+    /// in argument order), replicated by the module; or a deadline that may
+    /// be past on Valkey 8+, which SET decides (it may delete the key) and
+    /// replicates itself (`Propagation::ByCommand`).
+    EveryKeyWithSet(Propagation),
+}
+
+impl Batching {
+    /// The batching of a call with `expiry` on this server.
+    pub fn choose(profile: &Profile, expiry: Expiry, now_ms: i64) -> Batching {
+        match expiry {
+            Expiry::At(at)
+                if profile.past_deadline == PastDeadline::DecidedBySet && at <= now_ms =>
+            {
+                Batching::EveryKeyWithSet(Propagation::ByCommand)
+            }
+            _ if !profile.key_api_writes => Batching::EveryKeyWithSet(Propagation::ByModule),
+            _ if profile.builtin_batch => Batching::Builtin,
+            _ => Batching::Mset,
+        }
+    }
+}
+
+/// Whether a fork (RDB or AOF rewrite) runs: key lookups leave LRU clocks
+/// alone meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fork {
+    Running,
+    None,
+}
+
+/// Writes every pair; returns how many keys the call left written.
+pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
+    keyspace: &K,
     profile: &Profile,
-    pairs: &[Arg<'c>],
-    expiry: Expiry,
-    child_active: bool,
-    wire: &mut Wire<'c>,
+    pairs: &[K::Arg],
+    deadline: &mut Deadline,
+    batching: Batching,
+    fork: Fork,
+    sink: &mut S,
 ) -> Result<usize, Abort> {
-    if let Some(resolved) = expiry.resolved() {
-        wire.set_expiry(resolved)?;
+    if let Batching::EveryKeyWithSet(_) = batching {
+        deadline.resolve_from(keyspace.now_ms());
     }
     let mut writer = Writer {
-        ctx,
+        keyspace,
         profile,
-        expiry,
-        child_active,
-        wire,
+        deadline,
+        batching,
+        fork,
+        sink,
         batch: Batch::with_capacity(pairs.len() / 2),
         written: 0,
         in_place: 0,
@@ -75,80 +171,14 @@ pub fn write_all<'c>(
     outcome.map(|()| writer.written)
 }
 
-/// How [`write_with_set`] writes: on Redis 6.2 every key, replicated by the
-/// module (so that a script's `redis.set_repl` reaches it as it reaches
-/// the server's own self-replicating commands); for a deadline that may be
-/// past on Valkey 8+, as SET decides (it may delete the key), replicated by
-/// SET itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SetWrite {
-    /// The module replicates each key ([`Wire::written`]) or the call.
-    EveryKey,
-    /// SET stores the key or deletes it, and replicates that itself (the
-    /// `DEL` or `UNLINK` of a deleted key included): `RedisModule_Call`'s
-    /// `!`, as for a client.
-    AsSetDecides,
-}
-
-/// Writes every pair with the server's own `SET key value <expiry>`: on
-/// Redis 6.2 (SET's events in argument order, its encoding, its LFU), and
-/// for a deadline that may be past (see [`PastDeadline::DecidedBySet`]):
-/// SET stores the key, or deletes it at once, and fires its events. Each
-/// key is signalled again as the caller. Returns how many keys are there
-/// afterwards.
-pub fn write_with_set<'c>(
-    ctx: &'c Ctx<'c>,
-    pairs: &[Arg<'c>],
-    expiry: Resolved,
-    how: SetWrite,
-    wire: &mut Wire<'c>,
-) -> Result<usize, Abort> {
-    wire.set_expiry(expiry)?;
-    let tail: Vec<OwnedString> = match expiry {
-        Resolved::At(deadline) => vec![ctx.string(b"PXAT"), ctx.string_from_i64(deadline)],
-        Resolved::Keep => vec![ctx.string(b"KEEPTTL")],
-        Resolved::Persist => Vec::new(),
-    }
-    .into_iter()
-    .collect::<Option<_>>()
-    .ok_or(Abort("allocate the arguments"))?;
-    let (propagation, by) = match how {
-        SetWrite::EveryKey => (Propagation::ByModule, WrittenBy::Command),
-        SetWrite::AsSetDecides => (Propagation::ByCommand, WrittenBy::ReplicatedCommand),
-    };
-    let mut written = 0;
-    for pair in pairs.chunks_exact(2) {
-        let [key, value] = pair else {
-            continue;
-        };
-        if !ctx.call_with_pairs(c"SET", Head::None, pair, Values::Fresh, propagation, &tail) {
-            return Err(Abort("write the key with SET"));
-        }
-        ctx.signal_modified(*key);
-        // Looking at a key whose deadline passed would expire it: only
-        // where SET may have deleted it.
-        let there =
-            how == SetWrite::EveryKey || ctx.open_key_to_read(*key).is_some_and(|h| !h.is_empty());
-        if there {
-            wire.written(*key, *value, by)?;
-            written += 1;
-        }
-    }
-    Ok(written)
-}
-
-struct Writer<'w, 'c> {
-    ctx: &'c Ctx<'c>,
+struct Writer<'w, K: Keyspace, S> {
+    keyspace: &'w K,
     profile: &'w Profile,
-    /// The call's expiry as it is applied key after key: EX / PX stays
-    /// relative until the first key gets it from the server's clock for
-    /// commands (its time snapshot on Redis 7.2+, as SET's), and its
-    /// absolute deadline then serves every other key and the replicated
-    /// form.
-    expiry: Expiry,
-    child_active: bool,
-    wire: &'w mut Wire<'c>,
-    batch: Batch<'c>,
+    deadline: &'w mut Deadline,
+    batching: Batching,
+    fork: Fork,
+    sink: &'w mut S,
+    batch: Batch<K::Arg>,
     written: usize,
     in_place: usize,
 }
@@ -160,17 +190,19 @@ enum Written {
     InPlace,
 }
 
-impl<'c> Writer<'_, 'c> {
-    fn pair(&mut self, key: Arg<'c>, value: Arg<'c>) -> Result<(), Abort> {
-        // A canonical integer is stored by SET as `int` or a shared integer,
-        // which no module API can produce.
-        if parse_i64(value.bytes()).is_some() || !self.profile.key_api_writes {
-            return self.defer(key, value, None);
-        }
-        // Where the batch writes new keys too, a value SET would embed with
-        // its key cannot take the key API either: no need to open the key
-        // (the batch's own lookup is its one access, as SET's).
-        if self.profile.builtin_batch && self.embedded_whatever_the_key(key, value) {
+impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
+    fn pair(&mut self, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
+        // A canonical integer is stored by SET as `int` or a shared
+        // integer, which no module API can produce. Where the batch is the
+        // built-in, a value SET would embed with its key is its to write
+        // without the key being opened (the batch's lookup is its one
+        // access, as SET's).
+        let batch_only = !matches!(self.batching, Batching::Mset | Batching::Builtin)
+            || parse_i64(value.as_ref()).is_some()
+            || (self.batching == Batching::Builtin
+                && self.deadline.expiry() != Expiry::Keep
+                && self.embeds(key, value, false));
+        if batch_only {
             return self.defer(key, value, None);
         }
         if self.batch.contains(key) {
@@ -192,46 +224,47 @@ impl<'c> Writer<'_, 'c> {
             self.flush()?;
             handle = self.open(key, Touch::No)?;
         }
-        let written = match path {
+        let stored = match path {
             Written::New => handle.set(value),
-            Written::InPlace => handle.overwrite(value.bytes()),
+            Written::InPlace => handle.overwrite(value.as_ref()),
         };
-        if !written {
+        if !stored {
             return Err(Abort("write the value"));
         }
         self.key_api_done(handle, key, value, path)
     }
 
-    fn open(&self, key: Arg<'c>, touch: Touch) -> Result<Key<'c>, Abort> {
-        self.ctx.open_key(key, touch).ok_or(Abort("open the key"))
+    fn open(&self, key: K::Arg, touch: Touch) -> Result<K::Key, Abort> {
+        self.keyspace.open(key, touch).ok_or(Abort("open the key"))
     }
 
-    /// True when SET would store `value` embedded with `key` whatever the
-    /// key holds now (the call decides the TTL the key ends with).
-    fn embedded_whatever_the_key(&self, key: Arg<'c>, value: Arg<'c>) -> bool {
-        let ttl_after = match self.expiry {
-            Expiry::In(_) | Expiry::At(_) => true,
-            Expiry::Persist => false,
-            Expiry::Keep => return false,
-        };
+    /// True when SET would store `value` embedded with `key`; `had_ttl`:
+    /// the key has one now (for KEEPTTL).
+    fn embeds(&self, key: K::Arg, value: K::Arg, had_ttl: bool) -> bool {
+        let ttl_after = self.deadline.expiry().leaves_ttl(had_ttl);
         self.profile.in_place.is_some_and(|embedding| {
-            embedding.embeds(key.bytes().len(), value.bytes().len(), ttl_after)
+            embedding.embeds(key.as_ref().len(), value.as_ref().len(), ttl_after)
         })
     }
 
     /// How the key API writes `key` as SET would, if it can: a new key
     /// stored from the argument (where the batch is not the built-in, which
-    /// writes new keys as cheaply), or a string of the same length
-    /// refreshed in place.
-    fn key_api_path(&self, handle: &mut Key<'c>, key: Arg<'c>, value: Arg<'c>) -> Option<Written> {
-        let len = value.bytes().len();
+    /// writes new keys as cheaply), or a string of the same length that SET
+    /// would not embed, refreshed in place if its buffer is as compact.
+    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
+        let len = value.as_ref().len();
+        // KEEPTTL: whether the key ends with a TTL is whether it has one.
+        let had_ttl =
+            |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
-            Contents::Nothing if !self.profile.builtin_batch => Some(Written::New),
+            Contents::Nothing if self.batching != Batching::Builtin => Some(Written::New),
             Contents::String(found)
                 if found == len
-                    && self.may_write_in_place(handle, key, len)
+                    && len > 0
+                    && self.profile.in_place.is_some()
+                    && !self.embeds(key, value, had_ttl(handle))
                     && handle
-                        .buffer(len)
+                        .allocation(len)
                         .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
             {
                 Some(Written::InPlace)
@@ -240,50 +273,50 @@ impl<'c> Writer<'_, 'c> {
         }
     }
 
-    /// True when SET would store a `len`-byte value of `key` as its own
-    /// allocation, which writing in place keeps.
-    fn may_write_in_place(&self, handle: &Key<'c>, key: Arg<'c>, len: usize) -> bool {
-        let ttl_after = match self.expiry {
-            Expiry::In(_) | Expiry::At(_) => true,
-            Expiry::Keep => handle.deadline().is_some(),
-            Expiry::Persist => false,
-        };
-        len > 0
-            && self
-                .profile
-                .in_place
-                .is_some_and(|embedding| !embedding.embeds(key.bytes().len(), len, ttl_after))
-    }
-
-    /// Events, expiry, signal and replication of a key the key API wrote.
+    /// Events, expiry, signal and replication of a key the key API wrote:
+    /// SET's events `new` (the server's, for a new key), `overwritten`
+    /// where the server has it, `set`, then `expire`.
     fn key_api_done(
         &mut self,
-        mut handle: Key<'c>,
-        key: Arg<'c>,
-        value: Arg<'c>,
+        mut handle: K::Key,
+        key: K::Arg,
+        value: K::Arg,
         path: Written,
     ) -> Result<(), Abort> {
-        // SET's events: `new` (fired by the server for a new key),
-        // `overwritten` where the server has it, `set`, then `expire`.
-        if path == Written::InPlace && self.profile.fires_overwritten {
-            self.ctx
+        let in_place = path == Written::InPlace;
+        if in_place && self.profile.fires_overwritten {
+            self.keyspace
                 .notify(EventClass::Overwritten, c"overwritten", key);
         }
-        self.ctx.notify(EventClass::String, c"set", key);
-        self.apply_expiry(&mut handle, None, path == Written::InPlace)?;
-        if path == Written::InPlace {
+        self.keyspace.notify(EventClass::String, c"set", key);
+        self.apply_expiry(&mut handle, None, in_place)?;
+        if in_place {
             // Where SET's new object starts a fresh LRU clock, so does this
             // one, even while a fork runs (lookups then leave keys alone).
-            if self.child_active && self.profile.fresh_lru_on_overwrite {
+            if self.fork == Fork::Running && self.profile.fresh_lru_on_overwrite {
                 handle.mark_used_now();
             }
             self.in_place += 1;
         }
         self.signal(handle, key);
-        if self.expiry.fires_expire() {
-            self.ctx.notify(EventClass::Generic, c"expire", key);
+        self.expire_event(key);
+        self.done(key, value, WrittenBy::KeyApi)
+    }
+
+    /// SET's `expire` event, where the module sets the deadline itself.
+    fn expire_event(&self, key: K::Arg) {
+        if self.deadline.expiry().fires_expire() {
+            self.keyspace.notify(EventClass::Generic, c"expire", key);
         }
-        self.wire.written(key, value, WrittenBy::KeyApi)?;
+    }
+
+    /// `key` holds `value`: on to the replication.
+    fn done(&mut self, key: K::Arg, value: K::Arg, by: WrittenBy) -> Result<(), Abort> {
+        let expiry = self
+            .deadline
+            .resolved()
+            .ok_or(Abort("resolve the deadline"))?;
+        self.sink.written(key, value, by, expiry)?;
         self.written += 1;
         Ok(())
     }
@@ -291,56 +324,44 @@ impl<'c> Writer<'_, 'c> {
     /// Tells WATCH and client-side caching that `key` changed, as the
     /// calling client: by closing its handle where that is how (Redis 8.6),
     /// explicitly elsewhere.
-    fn signal(&self, handle: Key<'c>, key: Arg<'c>) {
+    fn signal(&self, handle: K::Key, key: K::Arg) {
         drop(handle);
         if !self.profile.signal_on_close {
-            self.ctx.signal_modified(key);
+            self.keyspace.signal(key);
         }
     }
 
     /// Sets the expiry of a just written key. `kept` is the deadline the key
-    /// had before the batch cleared it (KEEPTTL); `in_place` is true when the
-    /// key kept its old TTL entry.
+    /// had before MSET cleared it (KEEPTTL); `in_place`: the key kept its
+    /// old TTL entry.
     fn apply_expiry(
         &mut self,
-        handle: &mut Key<'c>,
+        handle: &mut K::Key,
         kept: Option<i64>,
         in_place: bool,
     ) -> Result<(), Abort> {
-        match self.expiry {
+        match self.deadline.expiry() {
             Expiry::In(ms) => {
-                let deadline = handle.expire_in(ms).ok_or(Abort("set the expiry"))?;
-                self.resolved(deadline)?;
+                let at = handle.expire_in(ms).ok_or(Abort("set the expiry"))?;
+                self.deadline.took_effect(at);
             }
-            Expiry::At(deadline) => {
-                if !handle.expire_at(deadline) {
-                    return Err(Abort("set the expiry"));
-                }
-            }
+            Expiry::At(at) if !handle.expire_at(at) => return Err(Abort("set the expiry")),
             Expiry::Keep => {
-                if let Some(deadline) = kept {
-                    if !handle.expire_at(deadline) {
+                if let Some(at) = kept {
+                    if !handle.expire_at(at) {
                         return Err(Abort("restore the expiry"));
                     }
                 }
             }
-            Expiry::Persist => {
-                if in_place && !handle.persist() {
-                    return Err(Abort("remove the expiry"));
-                }
+            Expiry::Persist if in_place && !handle.persist() => {
+                return Err(Abort("remove the expiry"))
             }
+            Expiry::At(_) | Expiry::Persist => {}
         }
         Ok(())
     }
 
-    /// A relative TTL took effect with this absolute deadline: it serves
-    /// every other key and the replicated form.
-    fn resolved(&mut self, deadline: i64) -> Result<(), Abort> {
-        self.expiry = Expiry::At(deadline);
-        self.wire.set_expiry(Resolved::At(deadline))
-    }
-
-    fn defer(&mut self, key: Arg<'c>, value: Arg<'c>, lfu: Option<i64>) -> Result<(), Abort> {
+    fn defer(&mut self, key: K::Arg, value: K::Arg, lfu: Option<i64>) -> Result<(), Abort> {
         if self.batch.contains(key) {
             self.flush()?;
         }
@@ -351,37 +372,32 @@ impl<'c> Writer<'_, 'c> {
         Ok(())
     }
 
-    /// Writes the waiting pairs: with the built-in MSETEX where it writes
-    /// each key as SET does, else with MSET and then each key's expiry.
+    /// Writes the waiting pairs with the server's own command.
     fn flush(&mut self) -> Result<(), Abort> {
         if self.batch.len() == 0 {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.batch);
-        let outcome = if self.profile.builtin_batch {
-            self.flush_to_builtin(&batch)
-        } else {
-            self.flush_to_mset(&batch)
+        let outcome = match self.batching {
+            Batching::Mset => self.flush_to_mset(&batch),
+            Batching::Builtin => self.flush_to_builtin(&batch),
+            Batching::EveryKeyWithSet(propagation) => self.flush_with_set(&batch, propagation),
         };
         self.batch = batch.cleared();
         outcome
     }
 
     /// MSET the batch, then give each key its expiry.
-    fn flush_to_mset(&mut self, batch: &Batch<'c>) -> Result<(), Abort> {
+    fn flush_to_mset(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
-        let kept: Vec<Option<i64>> = match self.expiry {
+        let kept: Vec<Option<i64>> = match self.deadline.expiry() {
             Expiry::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_in_runs(batch, c"MSET", Head::None, &[])?;
+        self.call_in_runs(batch, c"MSET", Head::None, Vec::new())?;
         for (index, (key, value, lfu)) in batch.entries().enumerate() {
-            let mut handle = self
-                .ctx
-                .open_key(key, Touch::No)
-                .ok_or(Abort("open the key"))?;
-            let kept = kept.get(index).copied().flatten();
-            self.apply_expiry(&mut handle, kept, false)?;
+            let mut handle = self.open(key, Touch::No)?;
+            self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
             if let Some(lfu) = lfu {
                 handle.set_lfu(lfu);
             }
@@ -389,88 +405,107 @@ impl<'c> Writer<'_, 'c> {
             // tracking in BCAST NOLOOP mode is then told about: signal it
             // again as the caller.
             self.signal(handle, key);
-            if self.expiry.fires_expire() {
-                self.ctx.notify(EventClass::Generic, c"expire", key);
-            }
-            self.wire.written(key, value, WrittenBy::Command)?;
-            self.written += 1;
+            self.expire_event(key);
+            self.done(key, value, WrittenBy::Command)?;
         }
         Ok(())
     }
 
-    /// The built-in MSETEX writes the batch, deadline and events included.
-    fn flush_to_builtin(&mut self, batch: &Batch<'c>) -> Result<(), Abort> {
-        let relative = match self.expiry {
-            Expiry::In(ms) => Some(ms),
-            _ => None,
-        };
-        let tail = match self.expiry {
-            Expiry::In(ms) => vec![self.ctx.string(b"PX"), self.ctx.string_from_i64(ms)],
-            Expiry::At(deadline) => {
-                vec![self.ctx.string(b"PXAT"), self.ctx.string_from_i64(deadline)]
-            }
-            Expiry::Keep => vec![self.ctx.string(b"KEEPTTL")],
-            Expiry::Persist => Vec::new(),
-        };
-        let tail: Vec<OwnedString> = tail
-            .into_iter()
-            .collect::<Option<_>>()
-            .ok_or(Abort("allocate the arguments"))?;
-        self.call_in_runs(batch, c"MSETEX", Head::Numkeys, &tail)?;
-        if relative.is_some() {
-            // The TTL ran from the command's clock, as SET's: read the
-            // deadline it gave.
+    /// The built-in MSETEX writes the batch, deadline and events included;
+    /// a relative TTL runs from the command's clock, as SET's: read back.
+    fn flush_to_builtin(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
+        let tail = words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?;
+        self.call_in_runs(batch, c"MSETEX", Head::Numkeys, tail)?;
+        if let Expiry::In(_) = self.deadline.expiry() {
             let first = batch.keys().next().ok_or(Abort("read the deadline"))?;
-            let deadline = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
-            self.resolved(deadline)?;
+            let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
+            self.deadline.took_effect(at);
         }
         for (key, value, lfu) in batch.entries() {
             if let Some(lfu) = lfu {
-                let mut handle = self
-                    .ctx
-                    .open_key(key, Touch::No)
-                    .ok_or(Abort("open the key"))?;
-                handle.set_lfu(lfu);
+                self.open(key, Touch::No)?.set_lfu(lfu);
             }
             // As for MSET: signalled again as the caller.
-            self.ctx.signal_modified(key);
-            self.wire.written(key, value, WrittenBy::Command)?;
-            self.written += 1;
+            self.keyspace.signal(key);
+            self.done(key, value, WrittenBy::Command)?;
+        }
+        Ok(())
+    }
+
+    /// `SET key value <expiry>` per key (the deadline is absolute by now):
+    /// SET's events and encoding; each key signalled again as the caller.
+    /// Where SET replicates itself it may have deleted a past key: only the
+    /// keys there afterwards count.
+    fn flush_with_set(
+        &mut self,
+        batch: &Batch<K::Arg>,
+        propagation: Propagation,
+    ) -> Result<(), Abort> {
+        let call = ServerWrite {
+            command: c"SET",
+            head: Head::None,
+            tail: words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?,
+            values: Values::Fresh,
+            propagation,
+        };
+        let by = match propagation {
+            Propagation::ByModule => WrittenBy::Command,
+            Propagation::ByCommand => WrittenBy::ReplicatedCommand,
+        };
+        for (key, value, _) in batch.entries() {
+            if !self.keyspace.run(&call, &[key, value]) {
+                return Err(Abort("write the key with SET"));
+            }
+            self.keyspace.signal(key);
+            // Looking at a key whose deadline passed would expire it: only
+            // where SET may have deleted it.
+            let there = propagation == Propagation::ByModule
+                || self
+                    .keyspace
+                    .look(key)
+                    .is_some_and(|h| h.contents() != Contents::Nothing);
+            if there {
+                self.done(key, value, by)?;
+            }
         }
         Ok(())
     }
 
     /// Runs `command` on the batch in runs of integers and of other values,
-    /// in argument order (integers need values the server re-encodes).
+    /// in argument order (integers need fresh values the server encodes).
     fn call_in_runs(
         &self,
-        batch: &Batch<'c>,
-        command: &CStr,
+        batch: &Batch<K::Arg>,
+        command: &'static CStr,
         head: Head,
-        tail: &[OwnedString],
+        tail: Vec<Word>,
     ) -> Result<(), Abort> {
         let flat = batch.flat();
         let integer = |at: usize| {
             flat.get(at + 1)
-                .is_some_and(|value| parse_i64(value.bytes()).is_some())
+                .is_some_and(|value| parse_i64(value.as_ref()).is_some())
+        };
+        let mut call = ServerWrite {
+            command,
+            head,
+            tail,
+            values: Values::AsTheyAre,
+            propagation: Propagation::ByModule,
         };
         let mut start = 0;
         while start < flat.len() {
-            let run_is_integers = integer(start);
+            let integers = integer(start);
             let mut end = start;
-            while end < flat.len() && integer(end) == run_is_integers {
+            while end < flat.len() && integer(end) == integers {
                 end += 2;
             }
             let run = flat.get(start..end).ok_or(Abort("split the batch"))?;
-            let values = if run_is_integers {
+            call.values = if integers {
                 Values::Fresh
             } else {
                 Values::AsTheyAre
             };
-            if !self
-                .ctx
-                .call_with_pairs(command, head, run, values, Propagation::ByModule, tail)
-            {
+            if !self.keyspace.run(&call, run) {
                 return Err(Abort("write the keys with the server's command"));
             }
             start = end;
@@ -478,53 +513,47 @@ impl<'c> Writer<'_, 'c> {
         Ok(())
     }
 
-    /// The deadline `key` has now, looked at without any effect.
-    fn deadline_of(&self, key: Arg<'c>) -> Option<i64> {
+    /// The deadline `key` has now, looked at without any effect (opened for
+    /// writing without an access where closing signals nothing).
+    fn deadline_of(&self, key: K::Arg) -> Option<i64> {
         if self.profile.signal_on_close {
-            self.ctx.open_key_to_read(key).and_then(|h| h.deadline())
+            self.keyspace.look(key).and_then(|h| h.deadline())
         } else {
-            self.ctx.open_key(key, Touch::No).and_then(|h| h.deadline())
+            self.keyspace
+                .open(key, Touch::No)
+                .and_then(|h| h.deadline())
         }
     }
 }
 
 /// Pairs waiting for one batch, with a filter that tells at once that most
 /// keys are not waiting.
-struct Batch<'c> {
+struct Batch<A> {
     /// key, value, key, value... as MSET takes them.
-    flat: Vec<Arg<'c>>,
+    flat: Vec<A>,
     /// Per pair: the LFU counter to restore after the batch's own lookup.
     lfu: Vec<Option<i64>>,
     filter: [u64; 64],
 }
 
-impl Default for Batch<'_> {
+impl<A> Default for Batch<A> {
     fn default() -> Self {
         Batch::with_capacity(0)
     }
 }
 
-impl<'c> Batch<'c> {
-    fn with_capacity(pairs: usize) -> Batch<'c> {
-        let pairs = pairs.min(BATCH_MAX);
-        Batch {
-            flat: Vec::with_capacity(2 * pairs),
-            lfu: Vec::with_capacity(pairs),
-            filter: [0; 64],
-        }
-    }
-
+impl<A: Copy + AsRef<[u8]>> Batch<A> {
     fn len(&self) -> usize {
         self.lfu.len()
     }
 
-    fn flat(&self) -> &[Arg<'c>] {
+    fn flat(&self) -> &[A] {
         &self.flat
     }
 
     /// One bit of 4096 per key, from an FNV-1a hash of its bytes.
-    fn bit(key: Arg<'c>) -> (usize, u64) {
-        let hash = key.bytes().iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+    fn bit(key: A) -> (usize, u64) {
+        let hash = key.as_ref().iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
         });
         let bit = (hash % 4096) as usize;
@@ -533,16 +562,16 @@ impl<'c> Batch<'c> {
 
     /// True when `key` waits in the batch: the filter rules most keys out
     /// at once, a scan confirms the rest (a needless flush costs a call).
-    fn contains(&self, key: Arg<'c>) -> bool {
+    fn contains(&self, key: A) -> bool {
         if self.len() == 0 {
             return false;
         }
         let (word, mask) = Batch::bit(key);
         self.filter.get(word).is_some_and(|w| w & mask != 0)
-            && self.keys().any(|waiting| waiting.bytes() == key.bytes())
+            && self.keys().any(|waiting| waiting.as_ref() == key.as_ref())
     }
 
-    fn push(&mut self, key: Arg<'c>, value: Arg<'c>, lfu: Option<i64>) {
+    fn push(&mut self, key: A, value: A, lfu: Option<i64>) {
         let (word, mask) = Batch::bit(key);
         if let Some(w) = self.filter.get_mut(word) {
             *w |= mask;
@@ -552,11 +581,11 @@ impl<'c> Batch<'c> {
         self.lfu.push(lfu);
     }
 
-    fn keys(&self) -> impl Iterator<Item = Arg<'c>> + '_ {
+    fn keys(&self) -> impl Iterator<Item = A> + '_ {
         self.flat.iter().step_by(2).copied()
     }
 
-    fn entries(&self) -> impl Iterator<Item = (Arg<'c>, Arg<'c>, Option<i64>)> + '_ {
+    fn entries(&self) -> impl Iterator<Item = (A, A, Option<i64>)> + '_ {
         self.flat
             .chunks_exact(2)
             .zip(&self.lfu)
@@ -567,10 +596,104 @@ impl<'c> Batch<'c> {
     }
 
     /// The same buffers, emptied, for the next batch.
-    fn cleared(mut self) -> Batch<'c> {
+    fn cleared(mut self) -> Batch<A> {
         self.flat.clear();
         self.lfu.clear();
         self.filter = [0; 64];
         self
     }
 }
+
+impl<A> Batch<A> {
+    fn with_capacity(pairs: usize) -> Batch<A> {
+        let pairs = pairs.min(BATCH_MAX);
+        Batch {
+            flat: Vec::with_capacity(2 * pairs),
+            lfu: Vec::with_capacity(pairs),
+            filter: [0; 64],
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The keyspace the module API gives
+
+impl<'c> OpenKey<Arg<'c>> for Key<'c> {
+    fn contents(&self) -> Contents {
+        Key::contents(self)
+    }
+    fn allocation(&mut self, len: usize) -> Option<Allocation> {
+        self.buffer(len)
+    }
+    fn overwrite(&mut self, bytes: &[u8]) -> bool {
+        Key::overwrite(self, bytes)
+    }
+    fn set(&mut self, value: Arg<'c>) -> bool {
+        Key::set(self, value)
+    }
+    fn deadline(&self) -> Option<i64> {
+        Key::deadline(self)
+    }
+    fn expire_in(&mut self, ms: i64) -> Option<i64> {
+        Key::expire_in(self, ms)
+    }
+    fn expire_at(&mut self, at: i64) -> bool {
+        Key::expire_at(self, at)
+    }
+    fn persist(&mut self) -> bool {
+        Key::persist(self)
+    }
+    fn lfu(&self) -> Option<i64> {
+        Key::lfu(self)
+    }
+    fn set_lfu(&mut self, lfu: i64) {
+        Key::set_lfu(self, lfu);
+    }
+    fn mark_used_now(&mut self) {
+        Key::mark_used_now(self);
+    }
+}
+
+impl<'c> Keyspace for Ctx<'c> {
+    type Arg = Arg<'c>;
+    type Key = Key<'c>;
+
+    fn open(&self, key: Arg<'c>, touch: Touch) -> Option<Key<'c>> {
+        self.open_key(key, touch)
+    }
+    fn look(&self, key: Arg<'c>) -> Option<Key<'c>> {
+        self.open_key_to_read(key)
+    }
+    fn notify(&self, class: EventClass, event: &'static CStr, key: Arg<'c>) {
+        Ctx::notify(self, class, event, key);
+    }
+    fn signal(&self, key: Arg<'c>) {
+        self.signal_modified(key);
+    }
+    fn run(&self, call: &ServerWrite, pairs: &[Arg<'c>]) -> bool {
+        let tail: Option<Vec<_>> = call
+            .tail
+            .iter()
+            .map(|word| match word {
+                Word::Text(text) => self.string(text),
+                Word::Number(n) => self.string_from_i64(*n),
+            })
+            .collect();
+        tail.is_some_and(|tail| {
+            self.call_with_pairs(
+                call.command,
+                call.head,
+                pairs,
+                call.values,
+                call.propagation,
+                &tail,
+            )
+        })
+    }
+    fn now_ms(&self) -> i64 {
+        Ctx::now_ms(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;

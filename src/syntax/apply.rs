@@ -4,12 +4,8 @@
 
 use super::options::{parse_i64, Ack, Condition, Expiry, ParseError, Request, MIN_ARGC};
 use super::options::{ARITY, DATA};
+use crate::deadline::{APPLY_KEEP, APPLY_PERSIST};
 use crate::ffi::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
-
-/// The first argument of `<name>.apply` for [`Expiry::Keep`].
-pub const APPLY_KEEP: &[u8] = b"KEEPTTL";
-/// The first argument of `<name>.apply` for [`Expiry::Persist`].
-pub const APPLY_PERSIST: &[u8] = b"PERSIST";
 
 /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
 /// one call as `REPLICATE MSETEX` sends it to replicas, the AOF and a slot

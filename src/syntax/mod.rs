@@ -31,9 +31,7 @@ mod options;
 mod packed;
 mod ttl;
 
-pub use options::{
-    parse_i64, Ack, Condition, Expiry, ParseError, Request, Resolved, ACL_CATEGORIES,
-};
+pub use options::{parse_i64, Ack, Condition, ParseError, Request, ACL_CATEGORIES};
 
 /// Which syntax the module was loaded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 use std::ffi::CStr;
 use std::ops::Range;
 
+pub(super) use crate::deadline::Expiry;
 use crate::ffi::docs::{plain, token, Arg, ArgKind};
 
 /// ACL categories on Redis 7.2+ (older servers: rules by command name; on
@@ -68,20 +69,6 @@ pub enum Condition {
     AllExist,
 }
 
-/// What happens to each key's time to live, as the call says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expiry {
-    /// `EX` / `PX`: this many milliseconds from the command's clock (> 0;
-    /// validated so that the deadline fits a signed 64-bit clock).
-    In(i64),
-    /// `EXAT` / `PXAT`: this unix time in milliseconds (may be past).
-    At(i64),
-    /// `KEEPTTL` (NUMKEYS): every key keeps the TTL it has.
-    Keep,
-    /// No expiry option (NUMKEYS): keys end without a TTL, as with MSET.
-    Persist,
-}
-
 /// The reply to a call that wrote its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ack {
@@ -100,37 +87,6 @@ pub struct Request {
     pub condition: Condition,
     pub expiry: Expiry,
     pub ack: Ack,
-}
-
-impl Expiry {
-    /// True when SET would fire `expire` for this expiry.
-    pub fn fires_expire(self) -> bool {
-        matches!(self, Expiry::In(_) | Expiry::At(_))
-    }
-
-    /// The expiry as it is written and replicated, where it is already
-    /// absolute; `None` for a relative TTL, which takes effect from the
-    /// server's clock for the command when the first key is written.
-    pub fn resolved(self) -> Option<Resolved> {
-        match self {
-            Expiry::In(_) => None,
-            Expiry::At(deadline) => Some(Resolved::At(deadline)),
-            Expiry::Keep => Some(Resolved::Keep),
-            Expiry::Persist => Some(Resolved::Persist),
-        }
-    }
-}
-
-/// An expiry with its deadline known: what keys are written with and what
-/// replicas and the AOF get. It cannot be relative.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resolved {
-    /// This unix time in milliseconds.
-    At(i64),
-    /// Every key keeps the TTL it has.
-    Keep,
-    /// Keys end without a TTL.
-    Persist,
 }
 
 /// The smallest valid call of either form: `MSETEX time|numkeys key value`.

@@ -3,6 +3,7 @@
 //! reference models written with strings and 128-bit arithmetic.
 
 use super::*;
+use crate::deadline::Expiry;
 use proptest::prelude::*;
 
 const NOW: i64 = 1_700_000_000_000;

@@ -1,0 +1,205 @@
+//! The deadline of one call, from the expiry its options give to the
+//! protocol words its keys are written and replicated with.
+//!
+//! A call's expiry ([`Expiry`]) may be relative (`EX`, `PX`). It takes
+//! effect once, when the first key is written, from the server's clock for
+//! commands (its command time snapshot on Redis 7.2+, as SET's); from then
+//! on the call has one absolute deadline ([`Resolved`]) for every other key
+//! and for what replicas and the AOF receive. [`Deadline`] is that one
+//! owner; [`words`] renders an expiry in the two forms the module sends.
+//!
+//! Pure: no Redis types.
+
+/// What happens to each key's time to live, as the call says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// `EX` / `PX`: this many milliseconds from the command's clock (> 0;
+    /// validated so that the deadline fits a signed 64-bit clock).
+    In(i64),
+    /// `EXAT` / `PXAT`: this unix time in milliseconds (may be past).
+    At(i64),
+    /// `KEEPTTL` (NUMKEYS): every key keeps the TTL it has.
+    Keep,
+    /// No expiry option (NUMKEYS): keys end without a TTL, as with MSET.
+    Persist,
+}
+
+/// An expiry with its deadline known: what keys are written with and what
+/// replicas and the AOF get. It cannot be relative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// This unix time in milliseconds.
+    At(i64),
+    /// Every key keeps the TTL it has.
+    Keep,
+    /// Keys end without a TTL.
+    Persist,
+}
+
+impl Expiry {
+    /// True when SET would fire `expire` for this expiry.
+    pub fn fires_expire(self) -> bool {
+        matches!(self, Expiry::In(_) | Expiry::At(_))
+    }
+
+    /// True when the key ends with a TTL (KEEPTTL: as it had one).
+    pub fn leaves_ttl(self, had_one: bool) -> bool {
+        match self {
+            Expiry::In(_) | Expiry::At(_) => true,
+            Expiry::Keep => had_one,
+            Expiry::Persist => false,
+        }
+    }
+}
+
+impl From<Resolved> for Expiry {
+    fn from(resolved: Resolved) -> Expiry {
+        match resolved {
+            Resolved::At(deadline) => Expiry::At(deadline),
+            Resolved::Keep => Expiry::Keep,
+            Resolved::Persist => Expiry::Persist,
+        }
+    }
+}
+
+/// The deadline of one call: its expiry, and once known its absolute form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+    expiry: Expiry,
+}
+
+impl Deadline {
+    pub fn new(expiry: Expiry) -> Deadline {
+        Deadline { expiry }
+    }
+
+    /// The expiry as it applies now: relative until the first key took it.
+    pub fn expiry(self) -> Expiry {
+        self.expiry
+    }
+
+    /// The absolute form, once known (always, but for a relative TTL before
+    /// the first key).
+    pub fn resolved(self) -> Option<Resolved> {
+        match self.expiry {
+            Expiry::In(_) => None,
+            Expiry::At(deadline) => Some(Resolved::At(deadline)),
+            Expiry::Keep => Some(Resolved::Keep),
+            Expiry::Persist => Some(Resolved::Persist),
+        }
+    }
+
+    /// A relative TTL took effect with this absolute deadline: it serves
+    /// every other key and the replicated form. (An absolute expiry stays.)
+    pub fn took_effect(&mut self, at: i64) {
+        if let Expiry::In(_) = self.expiry {
+            self.expiry = Expiry::At(at);
+        }
+    }
+
+    /// Resolves a relative TTL from `now_ms`, where no key takes it first
+    /// (Redis 6.2, whose SET reads the live clock too).
+    pub fn resolve_from(&mut self, now_ms: i64) {
+        if let Expiry::In(ms) = self.expiry {
+            self.expiry = Expiry::At(now_ms.saturating_add(ms));
+        }
+    }
+}
+
+/// The first argument of `<name>.apply` for [`Resolved::Keep`].
+pub const APPLY_KEEP: &[u8] = b"KEEPTTL";
+/// The first argument of `<name>.apply` for [`Resolved::Persist`].
+pub const APPLY_PERSIST: &[u8] = b"PERSIST";
+
+/// The two ways the module writes an expiry on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// SET's and the built-in MSETEX's options, after the pairs:
+    /// `PXAT <ms>`, `PX <ms>`, `KEEPTTL`, or nothing.
+    Options,
+    /// `<name>.apply`'s first argument: `<ms>`, `KEEPTTL` or `PERSIST`.
+    Apply,
+}
+
+/// One protocol word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Word {
+    Text(&'static [u8]),
+    Number(i64),
+}
+
+/// `expiry` in `form`: at most two words. `None` for a relative TTL in the
+/// apply form, which is only ever sent resolved. The inverse of
+/// `syntax::apply::parse` (and of the options of the NUMKEYS form).
+pub fn words(expiry: Expiry, form: Form) -> Option<Vec<Word>> {
+    Some(match (form, expiry) {
+        (Form::Options, Expiry::At(at)) => vec![Word::Text(b"PXAT"), Word::Number(at)],
+        (Form::Options, Expiry::In(ms)) => vec![Word::Text(b"PX"), Word::Number(ms)],
+        (Form::Options, Expiry::Keep) => vec![Word::Text(b"KEEPTTL")],
+        (Form::Options, Expiry::Persist) => Vec::new(),
+        (Form::Apply, Expiry::At(at)) => vec![Word::Number(at)],
+        (Form::Apply, Expiry::Keep) => vec![Word::Text(APPLY_KEEP)],
+        (Form::Apply, Expiry::Persist) => vec![Word::Text(APPLY_PERSIST)],
+        (Form::Apply, Expiry::In(_)) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::{apply, Syntax};
+    use proptest::prelude::*;
+
+    fn text(words: &[Word]) -> Vec<Vec<u8>> {
+        words
+            .iter()
+            .map(|word| match word {
+                Word::Text(text) => text.to_vec(),
+                Word::Number(n) => n.to_string().into_bytes(),
+            })
+            .collect()
+    }
+
+    fn resolved() -> impl Strategy<Value = Resolved> {
+        prop_oneof![
+            (1i64..=i64::MAX).prop_map(Resolved::At),
+            Just(Resolved::Keep),
+            Just(Resolved::Persist),
+        ]
+    }
+
+    proptest! {
+        /// What the module sends reads back as what it meant: the apply
+        /// form through `<name>.apply`'s parser, the options through the
+        /// NUMKEYS form's (the built-in's grammar, SET's options).
+        #[test]
+        fn words_are_the_inverse_of_the_parsers(resolved in resolved()) {
+            let expiry = Expiry::from(resolved);
+            let mut call = vec![b"m.apply".to_vec()];
+            call.extend(text(&words(expiry, Form::Apply).unwrap()));
+            call.extend([b"k".to_vec(), b"v".to_vec()]);
+            prop_assert_eq!(apply::parse(&call).map(|r| r.expiry), Ok(expiry));
+            let mut call = vec![b"msetex".to_vec(), b"1".to_vec(), b"k".to_vec(), b"v".to_vec()];
+            call.extend(text(&words(expiry, Form::Options).unwrap()));
+            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0).map(|r| r.expiry), Ok(expiry));
+        }
+    }
+
+    #[test]
+    fn a_relative_ttl_is_resolved_once() {
+        let mut deadline = Deadline::new(Expiry::In(5000));
+        assert_eq!(deadline.resolved(), None);
+        assert_eq!(words(deadline.expiry(), Form::Apply), None);
+        deadline.took_effect(1_700_000_005_000);
+        assert_eq!(deadline.resolved(), Some(Resolved::At(1_700_000_005_000)));
+        deadline.took_effect(1);
+        deadline.resolve_from(2);
+        assert_eq!(deadline.expiry(), Expiry::At(1_700_000_005_000));
+        let mut later = Deadline::new(Expiry::In(5000));
+        later.resolve_from(1_000);
+        assert_eq!(later.resolved(), Some(Resolved::At(6_000)));
+        let mut kept = Deadline::new(Expiry::Keep);
+        kept.took_effect(7);
+        assert_eq!(kept.resolved(), Some(Resolved::Keep));
+    }
+}

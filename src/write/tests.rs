@@ -1,0 +1,536 @@
+//! The write rules against an in-memory keyspace: argument order, repeated
+//! keys, batch flushes, what is written in place, through the key API or
+//! through the server's command, deadlines and LFU counters.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::server::{Callable, Environment, Product, Server};
+
+const NOW: i64 = 1_700_000_000_000;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    value: Vec<u8>,
+    string: bool,
+    deadline: Option<i64>,
+    lfu: i64,
+    /// The buffer has room to spare (an APPEND left it).
+    spare: bool,
+}
+
+impl Entry {
+    fn string(value: &str) -> Entry {
+        Entry {
+            value: value.as_bytes().to_vec(),
+            string: true,
+            deadline: None,
+            lfu: 0,
+            spare: false,
+        }
+    }
+}
+
+/// The keyspace, and a log of everything the rules did to it, in order.
+#[derive(Default)]
+struct Store {
+    keys: RefCell<BTreeMap<Vec<u8>, Entry>>,
+    log: RefCell<Vec<String>>,
+}
+
+impl Store {
+    fn with(keys: &[(&str, Entry)]) -> Store {
+        let store = Store::default();
+        for (key, entry) in keys {
+            store
+                .keys
+                .borrow_mut()
+                .insert(key.as_bytes().to_vec(), entry.clone());
+        }
+        store
+    }
+
+    fn log(&self, line: String) {
+        self.log.borrow_mut().push(line);
+    }
+
+    fn lines(&self, prefix: &str) -> Vec<String> {
+        self.log
+            .borrow()
+            .iter()
+            .filter(|line| line.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
+    fn get(&self, key: &str) -> Option<Entry> {
+        self.keys.borrow().get(key.as_bytes()).cloned()
+    }
+
+    fn edit(&self, key: &[u8], edit: impl FnOnce(&mut Entry)) -> bool {
+        self.keys.borrow_mut().get_mut(key).map(edit).is_some()
+    }
+}
+
+struct Handle<'s> {
+    store: &'s Store,
+    key: Vec<u8>,
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl<'s> OpenKey<&'s [u8]> for Handle<'s> {
+    fn contents(&self) -> Contents {
+        match self.store.keys.borrow().get(&self.key) {
+            None => Contents::Nothing,
+            Some(entry) if entry.string => Contents::String(entry.value.len()),
+            Some(_) => Contents::Other,
+        }
+    }
+    fn allocation(&mut self, len: usize) -> Option<Allocation> {
+        let entry = self.store.keys.borrow().get(&self.key).cloned()?;
+        (entry.value.len() == len).then_some(if entry.spare {
+            Allocation::Capacity {
+                header: 3,
+                capacity: 2 * len + 64,
+            }
+        } else {
+            Allocation::Exact
+        })
+    }
+    fn overwrite(&mut self, bytes: &[u8]) -> bool {
+        self.store.log(format!("in place {}", text(&self.key)));
+        self.store
+            .edit(&self.key, |entry| entry.value = bytes.to_vec())
+    }
+    fn set(&mut self, value: &'s [u8]) -> bool {
+        self.store.log(format!("key api {}", text(&self.key)));
+        let mut keys = self.store.keys.borrow_mut();
+        let lfu = keys.get(&self.key).map_or(0, |entry| entry.lfu);
+        keys.insert(
+            self.key.clone(),
+            Entry {
+                lfu,
+                ..Entry::string(&text(value))
+            },
+        );
+        true
+    }
+    fn deadline(&self) -> Option<i64> {
+        self.store.keys.borrow().get(&self.key)?.deadline
+    }
+    fn expire_in(&mut self, ms: i64) -> Option<i64> {
+        self.expire_at(NOW + ms).then_some(NOW + ms)
+    }
+    fn expire_at(&mut self, at: i64) -> bool {
+        self.store
+            .edit(&self.key, |entry| entry.deadline = Some(at))
+    }
+    fn persist(&mut self) -> bool {
+        self.store.edit(&self.key, |entry| entry.deadline = None)
+    }
+    fn lfu(&self) -> Option<i64> {
+        Some(self.store.keys.borrow().get(&self.key).map_or(0, |e| e.lfu))
+    }
+    fn set_lfu(&mut self, lfu: i64) {
+        self.store.edit(&self.key, |entry| entry.lfu = lfu);
+    }
+    fn mark_used_now(&mut self) {
+        self.store.log(format!("lru {}", text(&self.key)));
+    }
+}
+
+impl<'s> Keyspace for &'s Store {
+    type Arg = &'s [u8];
+    type Key = Handle<'s>;
+
+    fn open(&self, key: &'s [u8], touch: Touch) -> Option<Handle<'s>> {
+        if touch == Touch::Yes {
+            self.log(format!("access {}", text(key)));
+            self.edit(key, |entry| entry.lfu += 1);
+        }
+        Some(Handle {
+            store: self,
+            key: key.to_vec(),
+        })
+    }
+    fn look(&self, key: &'s [u8]) -> Option<Handle<'s>> {
+        self.keys.borrow().contains_key(key).then(|| Handle {
+            store: self,
+            key: key.to_vec(),
+        })
+    }
+    fn notify(&self, _class: EventClass, event: &'static CStr, key: &'s [u8]) {
+        self.log(format!("event {} {}", event.to_string_lossy(), text(key)));
+    }
+    fn signal(&self, key: &'s [u8]) {
+        self.log(format!("signal {}", text(key)));
+    }
+    /// MSET, the built-in MSETEX and SET, as the servers run them.
+    fn run(&self, call: &ServerWrite, pairs: &[&'s [u8]]) -> bool {
+        let tail: Vec<String> = call
+            .tail
+            .iter()
+            .map(|word| match word {
+                Word::Text(t) => text(t),
+                Word::Number(n) => n.to_string(),
+            })
+            .collect();
+        let flat: Vec<String> = pairs.iter().map(|a| text(a)).collect();
+        let command = call.command.to_string_lossy();
+        self.log(
+            format!("call {command} {} {}", flat.join(" "), tail.join(" "))
+                .trim_end()
+                .to_owned(),
+        );
+        let deadline = match tail.as_slice() {
+            [unit, at] if unit == "PXAT" => at.parse().ok(),
+            [unit, ms] if unit == "PX" => ms.parse::<i64>().ok().map(|ms| NOW + ms),
+            _ => None,
+        };
+        for pair in pairs.chunks(2) {
+            let (key, value) = (pair[0], pair[1]);
+            let old = self.keys.borrow().get(key).cloned();
+            if command != "MSET" && deadline.is_some_and(|at| at <= NOW) {
+                // Valkey 8+'s SET with a past deadline deletes the key.
+                self.keys.borrow_mut().remove(key);
+                continue;
+            }
+            let keep = tail.first().is_some_and(|t| t == "KEEPTTL");
+            let entry = Entry {
+                deadline: if keep {
+                    old.as_ref().and_then(|e| e.deadline)
+                } else {
+                    deadline
+                },
+                lfu: old.map_or(0, |e| e.lfu) + 1,
+                ..Entry::string(&text(value))
+            };
+            self.keys.borrow_mut().insert(key.to_vec(), entry);
+            self.log(format!("event set {}", text(key)));
+            if command != "MSET" && deadline.is_some() {
+                self.log(format!("event expire {}", text(key)));
+            }
+        }
+        true
+    }
+    fn now_ms(&self) -> i64 {
+        NOW
+    }
+}
+
+/// What reached the replication: (key, by, expiry).
+#[derive(Default)]
+struct Recorder(Vec<(String, WrittenBy, Resolved)>);
+
+impl<'s> Sink<&'s [u8]> for Recorder {
+    fn written(
+        &mut self,
+        key: &'s [u8],
+        _value: &'s [u8],
+        by: WrittenBy,
+        expiry: Resolved,
+    ) -> Result<(), Abort> {
+        self.0.push((text(key), by, expiry));
+        Ok(())
+    }
+}
+
+fn profile(product: Product, version: (u32, u32, u32)) -> Profile {
+    let environment = Environment {
+        cluster: false,
+        io_threads: Some(1),
+        jemalloc: true,
+        callable: Callable::ALL,
+        name_in_use: Some(false),
+    };
+    Profile::new(Some(&Server { product, version }), environment)
+}
+
+fn redis(major: u32, minor: u32) -> Profile {
+    profile(Product::Redis, (major, minor, 0))
+}
+
+fn valkey(major: u32, minor: u32) -> Profile {
+    profile(Product::Valkey, (major, minor, 0))
+}
+
+/// Writes `pairs` with `expiry` on `store` as `profile` says.
+fn write<'s>(
+    store: &'s Store,
+    profile: &Profile,
+    pairs: &[&'s str],
+    expiry: Expiry,
+) -> (usize, Recorder) {
+    let pairs: Vec<&[u8]> = pairs.iter().map(|a| a.as_bytes()).collect();
+    let mut deadline = Deadline::new(expiry);
+    let mut recorder = Recorder::default();
+    let batching = Batching::choose(profile, expiry, NOW);
+    let written = write_all(
+        &store,
+        profile,
+        &pairs,
+        &mut deadline,
+        batching,
+        Fork::None,
+        &mut recorder,
+    )
+    .expect("no abort");
+    (written, recorder)
+}
+
+#[test]
+fn keys_are_written_in_argument_order() {
+    // a, d: integers (the batch); b: a longer string (the batch); c, e: new
+    // keys (the key API). The batch is written before each key-API write.
+    let store = Store::with(&[("b", Entry::string("a longer string"))]);
+    let pairs = ["a", "1", "b", "xy", "c", "hello", "d", "7", "e", "new"];
+    let (written, recorder) = write(&store, &redis(7, 0), &pairs, Expiry::In(100_000));
+    assert_eq!(written, 5);
+    assert_eq!(
+        store.lines("call"),
+        ["call MSET a 1", "call MSET b xy", "call MSET d 7"]
+    );
+    let sets: Vec<String> = store.lines("event set");
+    assert_eq!(
+        sets,
+        [
+            "event set a",
+            "event set b",
+            "event set c",
+            "event set d",
+            "event set e"
+        ]
+    );
+    let keys: Vec<&str> = recorder.0.iter().map(|(k, _, _)| k.as_str()).collect();
+    assert_eq!(keys, ["a", "b", "c", "d", "e"]);
+    // Each key's `expire` after its own `set`.
+    let log = store.log.borrow();
+    for key in ["a", "b", "c", "d", "e"] {
+        let at = |line: &str| log.iter().position(|l| l == &format!("{line} {key}"));
+        assert!(at("event set") < at("event expire"), "{key}: {log:?}");
+    }
+}
+
+#[test]
+fn a_repeated_key_ends_with_its_last_value() {
+    let store = Store::default();
+    let pairs = ["k", "1", "k", "2", "j", "3", "k", "abc"];
+    let (written, _) = write(&store, &redis(7, 2), &pairs, Expiry::In(1000));
+    assert_eq!(written, 4);
+    // The batch is written before a key waiting in it comes again (and
+    // "abc" is no string of the length k holds: the batch again).
+    assert_eq!(
+        store.lines("call"),
+        ["call MSET k 1", "call MSET k 2 j 3", "call MSET k abc"]
+    );
+    assert_eq!(store.get("k").unwrap().value, b"abc");
+    assert_eq!(store.get("k").unwrap().deadline, Some(NOW + 1000));
+}
+
+#[test]
+fn a_batch_is_written_every_256_pairs() {
+    let store = Store::default();
+    let keys: Vec<String> = (0..300).map(|i| format!("n{i:03}")).collect();
+    let pairs: Vec<&str> = keys.iter().flat_map(|k| [k.as_str(), "5"]).collect();
+    let (written, _) = write(&store, &redis(8, 0), &pairs, Expiry::At(NOW + 5));
+    assert_eq!(written, 300);
+    let calls = store.lines("call");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].split(' ').count(), 2 + 2 * 256);
+    assert_eq!(calls[1].split(' ').count(), 2 + 2 * 44);
+}
+
+#[test]
+fn what_goes_in_place_and_what_goes_to_the_server() {
+    let long = "x".repeat(100);
+    let spare = Entry {
+        spare: true,
+        ..Entry::string(&long)
+    };
+    let store = Store::with(&[
+        ("exact", Entry::string(&long)),
+        ("spare", spare),
+        ("short", Entry::string("0123456789")),
+        (
+            "list",
+            Entry {
+                string: false,
+                ..Entry::string("x")
+            },
+        ),
+        ("longer", Entry::string(&"x".repeat(101))),
+    ]);
+    let new = "y".repeat(100);
+    let pairs = [
+        "exact",
+        &new,
+        "spare",
+        &new,
+        "short",
+        "abcdefghij",
+        "list",
+        &new,
+        "longer",
+        &new,
+        "fresh",
+        &new,
+    ];
+    // Redis 8.6 embeds strings of key + value up to 41 bytes.
+    let (written, recorder) = write(&store, &redis(8, 6), &pairs, Expiry::In(60_000));
+    assert_eq!(written, 6);
+    assert_eq!(store.lines("in place"), ["in place exact"]);
+    assert_eq!(store.lines("key api"), ["key api fresh"]);
+    let batched = store.lines("call");
+    assert_eq!(batched.len(), 1, "{batched:?}");
+    for key in ["spare ", "short ", "list ", "longer "] {
+        assert!(batched[0].contains(key), "{key}: {batched:?}");
+    }
+    // Written in place on 8.2+: SET's `overwritten` first.
+    assert!(store.lines("event overwritten") == ["event overwritten exact"]);
+    let by: Vec<WrittenBy> = recorder.0.iter().map(|(_, by, _)| *by).collect();
+    assert_eq!(by.iter().filter(|b| **b == WrittenBy::KeyApi).count(), 2);
+    // Every key ends with the one deadline the first key gave.
+    for (key, _, expiry) in &recorder.0 {
+        assert_eq!(*expiry, Resolved::At(NOW + 60_000), "{key}");
+        assert_eq!(
+            store.get(key).unwrap().deadline,
+            Some(NOW + 60_000),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn without_jemalloc_nothing_is_written_in_place() {
+    let long = "x".repeat(100);
+    let store = Store::with(&[("k", Entry::string(&long))]);
+    let mut profile = redis(7, 0);
+    profile.in_place = None;
+    let new = "y".repeat(100);
+    write(&store, &profile, &["k", &new], Expiry::In(1000));
+    assert!(store.lines("in place").is_empty());
+    assert_eq!(store.lines("call").len(), 1);
+}
+
+#[test]
+fn valkey_9_1_leaves_what_set_embeds_to_its_builtin_without_opening_it() {
+    let long = "z".repeat(200);
+    let store = Store::with(&[("old", Entry::string(&long))]);
+    let new = "w".repeat(200);
+    let pairs = ["small", "v", "old", &new, "big", &new];
+    let (written, recorder) = write(&store, &valkey(9, 1), &pairs, Expiry::In(5000));
+    assert_eq!(written, 3);
+    // Not opened: the built-in's lookup is its one access.
+    assert!(!store.lines("access").contains(&"access small".to_owned()));
+    assert_eq!(store.lines("in place"), ["in place old"]);
+    // New keys go to the built-in as well (as cheap there), with the
+    // deadline the call gives: the first batch runs from the command's
+    // clock (PX), the next is written with the deadline it gave.
+    assert_eq!(
+        store.lines("call"),
+        [
+            "call MSETEX small v PX 5000".to_owned(),
+            format!("call MSETEX big {new} PXAT {}", NOW + 5000)
+        ]
+    );
+    assert!(recorder
+        .0
+        .iter()
+        .all(|(_, _, e)| *e == Resolved::At(NOW + 5000)));
+}
+
+#[test]
+fn keepttl_keeps_each_deadline_through_mset() {
+    let with_ttl = Entry {
+        deadline: Some(NOW + 9),
+        ..Entry::string("old")
+    };
+    let store = Store::with(&[("a", with_ttl), ("b", Entry::string("old"))]);
+    let (_, recorder) = write(&store, &redis(7, 0), &["a", "1", "b", "2"], Expiry::Keep);
+    assert_eq!(store.get("a").unwrap().deadline, Some(NOW + 9));
+    assert_eq!(store.get("b").unwrap().deadline, None);
+    assert!(store.lines("event expire").is_empty());
+    assert!(recorder.0.iter().all(|(_, _, e)| *e == Resolved::Keep));
+}
+
+#[test]
+fn a_batched_key_counts_one_access_as_set_does() {
+    let counted = Entry {
+        lfu: 5,
+        ..Entry::string("a string")
+    };
+    let store = Store::with(&[("k", counted)]);
+    write(
+        &store,
+        &redis(7, 0),
+        &["k", "other length"],
+        Expiry::In(1000),
+    );
+    // Opened (one access), then the batch's own lookup: restored to one.
+    assert_eq!(store.get("k").unwrap().lfu, 6);
+}
+
+#[test]
+fn redis_6_2_writes_every_key_with_set_in_argument_order() {
+    let store = Store::with(&[("b", Entry::string("bb"))]);
+    let pairs = ["a", "x", "b", "yy", "c", "3"];
+    let (written, recorder) = write(&store, &redis(6, 2), &pairs, Expiry::In(2000));
+    assert_eq!(written, 3);
+    let at = NOW + 2000;
+    assert_eq!(
+        store.lines("call"),
+        [
+            format!("call SET a x PXAT {at}"),
+            format!("call SET b yy PXAT {at}"),
+            format!("call SET c 3 PXAT {at}")
+        ]
+    );
+    // SET's events, key after key.
+    let events: Vec<String> = store.lines("event");
+    assert_eq!(
+        events,
+        [
+            "event set a",
+            "event expire a",
+            "event set b",
+            "event expire b",
+            "event set c",
+            "event expire c"
+        ]
+    );
+    assert!(recorder
+        .0
+        .iter()
+        .all(|(_, by, e)| *by == WrittenBy::Command && *e == Resolved::At(at)));
+}
+
+#[test]
+fn a_past_deadline_on_valkey_8_is_for_set_to_decide() {
+    let store = Store::with(&[("old", Entry::string("x"))]);
+    let past = NOW - 60_000;
+    let (written, recorder) = write(
+        &store,
+        &valkey(8, 1),
+        &["old", "y", "new", "z"],
+        Expiry::At(past),
+    );
+    // SET deleted the key that was there and stored nothing for the other;
+    // it replicated that itself.
+    assert_eq!(written, 0);
+    assert!(store.get("old").is_none() && store.get("new").is_none());
+    assert!(recorder.0.is_empty());
+    assert_eq!(store.lines("call").len(), 2);
+    // The same call on Redis stores both keys, logically expired.
+    let store = Store::with(&[("old", Entry::string("x"))]);
+    let (written, _) = write(
+        &store,
+        &redis(8, 0),
+        &["old", "y", "new", "z"],
+        Expiry::At(past),
+    );
+    assert_eq!(written, 2);
+}

@@ -1,9 +1,9 @@
 //! What the module decided when it loaded (`plan`), read by every call.
 
 use std::ffi::CString;
-use std::sync::RwLock;
 
 use crate::acl::AclCheck;
+use crate::ffi::Slot;
 use crate::replication::{Replicate, Replication};
 use crate::server::{KeysDeclared, MovedKeys, Profile};
 use crate::syntax::Syntax;
@@ -33,20 +33,16 @@ pub struct Module {
     pub alias: bool,
 }
 
-static MODULE: RwLock<Option<&'static Module>> = RwLock::new(None);
+static MODULE: Slot<Module> = Slot::new();
 
-/// Records the loaded module (leaked: a handful of bytes per MODULE LOAD,
-/// so that every call can hold a plain reference).
+/// Records the loaded module, for every call to read.
 pub fn set(module: Module) {
-    let module: &'static Module = Box::leak(Box::new(module));
-    if let Ok(mut slot) = MODULE.write() {
-        *slot = Some(module);
-    }
+    MODULE.set(module);
 }
 
 /// The loaded module, if the load got that far.
 pub fn get() -> Option<&'static Module> {
-    MODULE.read().ok().and_then(|slot| *slot)
+    MODULE.get()
 }
 
 impl Module {

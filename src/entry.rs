@@ -16,7 +16,7 @@ use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server, UnloadGuard};
 use crate::syntax::ACL_CATEGORIES;
-use crate::{command, load_args, plan, stats};
+use crate::{command, filter, load_args, plan, stats};
 
 /// MODULE LOAD / `loadmodule`.
 pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -186,7 +186,7 @@ fn create(raw: *mut ffi::RawCtx, command: &Registration) -> Result<(Extra, Extra
     match command.role {
         Role::Msetex => ffi::create_command::<Msetex>(raw, name, flags, keys)?,
         Role::Apply => ffi::create_command::<Apply>(raw, name, flags, keys)?,
-        Role::ChangesCounter => ffi::create_changes_counter(raw, name, flags)?,
+        Role::ChangesCounter => ffi::create_command::<Changes>(raw, name, flags, keys)?,
     }
     let docs = command
         .docs
@@ -220,23 +220,32 @@ impl ffi::Command for Apply {
     }
 }
 
+/// `<name>.changes`.
+struct Changes;
+
+impl ffi::Command for Changes {
+    fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply {
+        replication::count_changes(ctx, args)
+    }
+}
+
 /// The command filter and the server events.
 struct Hooks;
 
 impl ffi::Hooks for Hooks {
     fn filter_wants(name: &[u8]) -> bool {
-        match command::seen(name) {
-            command::Seen::Other => false,
-            command::Seen::ReplicationHandshake => {
+        match filter::seen(name) {
+            filter::Seen::Other => false,
+            filter::Seen::ReplicationHandshake => {
                 replication::on_listener_may_appear();
                 false
             }
-            command::Seen::Rewrite => true,
+            filter::Seen::Rewrite => true,
         }
     }
 
     fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
-        command::rewrite(args)
+        filter::rewrite(args)
     }
 
     fn on_replication_event() {

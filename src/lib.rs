@@ -25,9 +25,11 @@ mod acl;
 mod command;
 mod config;
 mod deadline;
+mod docs;
 mod entry;
 #[allow(unsafe_code)]
 mod ffi;
+mod filter;
 mod load_args;
 mod outcome;
 mod plan;

@@ -43,6 +43,32 @@ impl From<ParseError> for Refusal {
     }
 }
 
+/// How a call that does not succeed ends: refused before anything was
+/// written, or aborted once writing had begun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Refused(Refusal),
+    Aborted(Abort),
+}
+
+impl From<Refusal> for Failure {
+    fn from(refusal: Refusal) -> Failure {
+        Failure::Refused(refusal)
+    }
+}
+
+impl From<ParseError> for Failure {
+    fn from(error: ParseError) -> Failure {
+        Failure::Refused(Refusal::Parse(error))
+    }
+}
+
+impl From<Abort> for Failure {
+    fn from(abort: Abort) -> Failure {
+        Failure::Aborted(abort)
+    }
+}
+
 /// The step at which a call stopped once writing had begun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abort(pub &'static str);

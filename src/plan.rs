@@ -7,13 +7,14 @@ use std::ffi::CString;
 
 use crate::acl::AclCheck;
 use crate::config::Module;
-use crate::ffi::docs::Docs;
+use crate::docs::Docs;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::replication::{CallForm, Replication};
 use crate::server::{
     Builtin, Environment, KeysDeclared, Profile, Server, ServerCommand, UnloadGuard,
 };
 use crate::syntax::{apply, Syntax};
+use crate::write::Batching;
 
 /// What a load does.
 #[derive(Debug)]
@@ -36,6 +37,21 @@ pub struct ModuleOptions {
     pub atomic_slot_migration: bool,
     /// Keys are signalled by closing them (see `Profile::signal_on_close`).
     pub signal_on_close: bool,
+}
+
+impl ModuleOptions {
+    fn of(profile: &Profile) -> ModuleOptions {
+        ModuleOptions {
+            atomic_slot_migration: profile.atomic_slot_migration,
+            signal_on_close: profile.signal_on_close,
+        }
+    }
+}
+
+impl Plan {
+    fn step_aside(line: String, options: ModuleOptions) -> Plan {
+        Plan::BuiltinServes { line, options }
+    }
 }
 
 /// Everything a load registers, in order.
@@ -89,20 +105,11 @@ pub fn plan(
     environment: Environment,
 ) -> Result<Plan, String> {
     let profile = Profile::new(server, environment);
-    let module_options = ModuleOptions {
-        atomic_slot_migration: profile.atomic_slot_migration,
-        signal_on_close: profile.signal_on_close,
-    };
+    let module_options = ModuleOptions::of(&profile);
     let (name, alias) = match naming(server, &profile, options, environment)? {
-        Naming::StepAside(line) => {
-            return Ok(Plan::BuiltinServes {
-                line,
-                options: module_options,
-            })
-        }
+        Naming::StepAside(line) => return Ok(Plan::step_aside(line, module_options)),
         Naming::Register { name, alias } => (name, alias),
     };
-    let name = name.as_str();
     let c_name = |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
     let syntax = options.syntax;
     let replication = Replication::decide(
@@ -113,7 +120,51 @@ pub fn plan(
         &c_name(".apply")?,
     );
     check_commands(&profile, &replication, environment)?;
+    let commands = registrations(&c_name, syntax, &profile, &replication)?;
+    let names = |role: Option<Role>| -> Vec<CString> {
+        commands
+            .iter()
+            .filter(|command| role.is_none_or(|role| command.role == role))
+            .map(|command| command.name.clone())
+            .collect()
+    };
+    let module = Module {
+        name_c: c_name("")?,
+        syntax,
+        replicate: options.replicate,
+        replication,
+        acl: AclCheck::ByName,
+        cluster: environment.cluster,
+        counter_c: names(Some(Role::ChangesCounter)).pop(),
+        names: names(None),
+        alias,
+        profile,
+        name,
+    };
+    let on = server.map_or_else(|| "an unidentified server".to_owned(), Server::describe);
+    let syntax_label = syntax.label().to_string_lossy().to_uppercase();
+    Ok(Plan::Register(Box::new(Registrations {
+        options: module_options,
+        registered: format!(
+            "command '{}' registered on {on} (SYNTAX {syntax_label})",
+            module.name
+        ),
+        notes: notes(&module, environment),
+        shortcut_allowed: module.profile.shortcut_allowed,
+        commands,
+        module,
+    })))
+}
 
+/// The commands to register, in order. Each name is one more that ACL
+/// rules can hold (and that MODULE UNLOAD must then refuse): only what this
+/// deployment sends.
+fn registrations(
+    c_name: &dyn Fn(&str) -> Result<CString, String>,
+    syntax: Syntax,
+    profile: &Profile,
+    replication: &Replication,
+) -> Result<Vec<Registration>, String> {
     let docs = syntax.docs(&profile.keys, profile.keynum_steps);
     let by_specs = profile.keys != KeysDeclared::ByCallback;
     let mut commands = vec![Registration {
@@ -128,15 +179,11 @@ pub fn plan(
         docs: Some(docs),
         categories: true,
     }];
-    // Each name is one more that ACL rules can hold (and that MODULE
-    // UNLOAD must then refuse): only what this deployment sends.
-    if matches!(
-        replication,
-        Replication::PerCall {
-            form: CallForm::Apply,
-            ..
-        }
-    ) {
+    if let Replication::PerCall {
+        form: CallForm::Apply,
+        ..
+    } = replication
+    {
         let apply_docs = apply::docs();
         commands.push(Registration {
             name: c_name(".apply")?,
@@ -157,18 +204,14 @@ pub fn plan(
             categories: false,
         });
     }
-    let name_of = |role: Role| {
-        commands
-            .iter()
-            .find(|command| command.role == role)
-            .map(|command| command.name.clone())
-    };
+    Ok(commands)
+}
 
-    let mut notes: Vec<String> = replication
-        .load_note(options.replicate)
-        .into_iter()
-        .collect();
-    if by_specs {
+/// What the log says once the commands are registered.
+fn notes(module: &Module, environment: Environment) -> Vec<String> {
+    let (name, profile) = (&module.name, &module.profile);
+    let mut notes: Vec<String> = module.replication.load_note().into_iter().collect();
+    if profile.keys != KeysDeclared::ByCallback {
         notes.push(format!(
             "this server may ask for command keys from I/O threads{}: keys are declared by key \
              specifications only, and {}",
@@ -177,10 +220,10 @@ pub fn plan(
             } else {
                 ""
             },
-            syntax.by_specs_note(&profile.keys)
+            module.syntax.by_specs_note(&profile.keys)
         ));
     }
-    if alias {
+    if module.alias {
         notes.push(format!(
             "the server's own MSETEX is renamed away (rename-command): this module serves \
              MSETEX calls in its place, as '{name}' (the server cannot give a module the name \
@@ -196,35 +239,7 @@ pub fn plan(
                 .to_owned(),
         );
     }
-    let on = server.map_or_else(|| "an unidentified server".to_owned(), Server::describe);
-    let registered = format!(
-        "command '{name}' registered on {on} (SYNTAX {})",
-        syntax.label().to_string_lossy().to_uppercase()
-    );
-    let module = Module {
-        name: name.to_owned(),
-        name_c: c_name("")?,
-        syntax,
-        replicate: options.replicate,
-        replication,
-        acl: AclCheck::ByName,
-        cluster: environment.cluster,
-        counter_c: name_of(Role::ChangesCounter),
-        names: commands
-            .iter()
-            .map(|command| command.name.clone())
-            .collect(),
-        alias,
-        profile: profile.clone(),
-    };
-    Ok(Plan::Register(Box::new(Registrations {
-        options: module_options,
-        commands,
-        module,
-        shortcut_allowed: profile.shortcut_allowed,
-        registered,
-        notes,
-    })))
+    notes
 }
 
 /// Every server command a call may run or replicate must be there under its
@@ -236,41 +251,19 @@ fn check_commands(
     replication: &Replication,
     environment: Environment,
 ) -> Result<(), String> {
-    let per_key_set = !profile.key_api_writes;
-    let needs = [
-        (
-            ServerCommand::Mset,
-            profile.key_api_writes && !profile.builtin_batch,
-            "writes the values the key API cannot store as SET does (integers, strings SET \
-             embeds)",
-        ),
-        (
-            ServerCommand::Set,
-            per_key_set,
-            "writes every key on this server",
-        ),
-        (
-            ServerCommand::Set,
-            profile.past_deadline == crate::server::PastDeadline::DecidedBySet,
-            "decides, key by key, what a deadline in the past does on this server",
-        ),
-        (
-            ServerCommand::Set,
-            *replication == Replication::PerKey,
-            "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
-        ),
-    ];
-    match needs
-        .iter()
-        .find(|(command, needed, _)| *needed && !environment.callable.has(*command))
-    {
-        Some((command, _, why)) => Err(format!(
-            "this server has no '{}' command under that name (rename-command?), which MSETEX \
-             needs: it {why}; restore the command's name or load the module elsewhere",
-            command.name().to_string_lossy()
-        )),
-        None => Ok(()),
+    let needs = Batching::commands(profile)
+        .into_iter()
+        .chain(replication.command());
+    for (command, why) in needs {
+        if !environment.callable.has(command) {
+            return Err(format!(
+                "this server has no '{}' command under that name (rename-command?), which \
+                 MSETEX needs: it {why}; restore the command's name or load the module elsewhere",
+                command.name().to_string_lossy()
+            ));
+        }
     }
+    Ok(())
 }
 
 /// The name MSETEX is registered under where it serves the calls of a

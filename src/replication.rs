@@ -23,13 +23,13 @@
 //! which the server then drops, provably, before it reaches any stream.
 
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::deadline::{words, Form, Resolved, Word};
-use crate::ffi::{Arg, Ctx, OwnedString};
+use crate::ffi::{Arg, Ctx, OwnedString, Reply};
 use crate::outcome::Abort;
-use crate::server::Profile;
-use crate::write::Sink;
+use crate::server::{Profile, ServerCommand};
+use crate::write::{Sink, WrittenBy};
 
 // ---------------------------------------------------------------------------
 // The modes
@@ -120,6 +120,22 @@ impl Replication {
         }
     }
 
+    /// The server command this replication sends, which the load checks is
+    /// there under its name (or a call could write without replicating).
+    pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
+        match self {
+            Replication::PerKey => Some((
+                ServerCommand::Set,
+                "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
+            )),
+            Replication::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some((
+                ServerCommand::Msetex,
+                "is what replicas and the AOF get where the server runs MSETEX itself",
+            )),
+            Replication::PerCall { .. } => None,
+        }
+    }
+
     /// True when calls are replicated as one command, whose key-API writes
     /// are counted through the changes counter (`<name>.changes`).
     pub fn counts_changes(&self) -> bool {
@@ -127,15 +143,15 @@ impl Replication {
     }
 
     /// What the log says at load time.
-    pub fn load_note(&self, mode: Replicate) -> Option<String> {
-        match (self, mode) {
-            (Replication::PerKey, _) => None,
-            (Replication::PerCall { command, .. }, _) if command.as_c_str() == c"MSETEX" => Some(
+    pub fn load_note(&self) -> Option<String> {
+        match self {
+            Replication::PerKey => None,
+            Replication::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some(
                 "this server runs MSETEX itself: each call goes to replicas and the AOF as \
                      one native MSETEX command, which they run without this module"
                     .to_owned(),
             ),
-            (Replication::PerCall { command, form }, _) => Some(format!(
+            Replication::PerCall { command, form } => Some(format!(
                 "REPLICATE MSETEX: each call goes to replicas, the AOF and slot migrations as \
                  one '{}' command; replicas, AOF loading and the nodes slots migrate to need \
                  this module loaded with the same arguments{}",
@@ -153,15 +169,18 @@ impl Replication {
 // ---------------------------------------------------------------------------
 // Who listens
 
-/// True only while the last probe proved that nobody (no replica, no
-/// backlog) can receive replicated commands and nothing since could have
-/// changed that.
-static NOBODY_LISTENS: AtomicBool = AtomicBool::new(false);
+/// Who may receive replicated commands, as far as the module knows.
+static LISTENERS: AtomicU8 = AtomicU8::new(NOT_WATCHED);
 
-/// True once every signal that can announce a backlog is in place (events
-/// and the command filter); without them a probe's answer could go stale
-/// unnoticed, so it is never trusted.
-static WATCHING: AtomicBool = AtomicBool::new(false);
+/// Not every signal that can announce a backlog is in place (events and
+/// the command filter): a probe's answer could go stale unnoticed, so it is
+/// never trusted.
+const NOT_WATCHED: u8 = 0;
+/// Watched, but not proven that nobody listens.
+const POSSIBLE: u8 = 1;
+/// The last probe proved that nobody (no replica, no backlog) can receive
+/// replicated commands, and nothing since could have changed that.
+const NOBODY: u8 = 2;
 
 /// The fields of `INFO replication` that decide whether replication is fed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,16 +222,13 @@ impl ReplicationInfo {
 /// Records whether every signal the state relies on is in place (and the
 /// server profile allows the shortcut at all).
 pub fn set_watching(ok: bool) {
-    WATCHING.store(ok, Ordering::Relaxed);
-    if !ok {
-        NOBODY_LISTENS.store(false, Ordering::Relaxed);
-    }
+    LISTENERS.store(if ok { POSSIBLE } else { NOT_WATCHED }, Ordering::Relaxed);
 }
 
 /// A replica's SYNC or PSYNC is about to run, a role changed or a data set
 /// is loading: a backlog or a replica may exist from now on.
 pub fn on_listener_may_appear() {
-    NOBODY_LISTENS.store(false, Ordering::Relaxed);
+    let _ = LISTENERS.compare_exchange(NOBODY, POSSIBLE, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 /// True for the commands that turn a client into a replica (and create the
@@ -224,17 +240,17 @@ pub fn is_replication_handshake(command: &[u8]) -> bool {
 /// Cron tick: probe the state with `probe` (which reads `INFO replication`,
 /// or returns `None` if a field is missing).
 pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
-    if !WATCHING.load(Ordering::Relaxed) {
+    if LISTENERS.load(Ordering::Relaxed) == NOT_WATCHED {
         return;
     }
     let proven = probe().is_some_and(|info| info.proves_nobody_listens());
-    NOBODY_LISTENS.store(proven, Ordering::Relaxed);
+    LISTENERS.store(if proven { NOBODY } else { POSSIBLE }, Ordering::Relaxed);
 }
 
 /// True when nothing can receive a replicated command right now: no AOF
 /// (`aof_on` is the exact per-call state) and no replica or backlog.
 pub fn nobody_listens(aof_on: bool) -> bool {
-    !aof_on && NOBODY_LISTENS.load(Ordering::Relaxed)
+    !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY
 }
 
 /// For `INFO msetex`: `none` when MSETEX replicates nothing because nothing
@@ -242,7 +258,7 @@ pub fn nobody_listens(aof_on: bool) -> bool {
 pub fn listeners_label(aof_on: bool) -> &'static CStr {
     if aof_on {
         c"aof"
-    } else if NOBODY_LISTENS.load(Ordering::Relaxed) {
+    } else if LISTENERS.load(Ordering::Relaxed) == NOBODY {
         c"none"
     } else {
         c"possible"
@@ -251,20 +267,6 @@ pub fn listeners_label(aof_on: bool) -> &'static CStr {
 
 // ---------------------------------------------------------------------------
 // One call's replication
-
-/// How a key reached the keyspace, which decides what counts its change
-/// for RDB save points (`server.dirty`) and what still has to be sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WrittenBy {
-    /// The module's key API: nothing counted or sent it yet.
-    KeyApi,
-    /// A server command the module called without replication (MSET, the
-    /// built-in MSETEX, SET): it counted the change, nothing was sent.
-    Command,
-    /// A server command the module called with replication (SET, `!`): it
-    /// counted the change and sent what it does itself.
-    ReplicatedCommand,
-}
 
 /// What this call sends, decided once when the call starts.
 enum Sends {
@@ -357,15 +359,44 @@ impl<'call> Wire<'call> {
             return Err(Abort("replicate"));
         }
         if uncounted > 1 {
-            let counted = self
-                .counter
-                .is_some_and(|counter| self.ctx.count_changes_silently(counter, uncounted - 1));
+            let counted = self.counter.is_some_and(|counter| {
+                COUNTER_ARMED.store(true, Ordering::Relaxed);
+                let counted = self.ctx.call_without_replication(counter, uncounted - 1);
+                COUNTER_ARMED.store(false, Ordering::Relaxed);
+                counted
+            });
             if !counted {
                 return Err(Abort("count the changes"));
             }
         }
         Ok(())
     }
+}
+
+// ---------------------------------------------------------------------------
+// The changes counter
+
+/// True only while MSETEX itself calls its changes counter: a client
+/// calling it gets an error.
+static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// `<name>.changes n`, where each call is replicated as one command: counts
+/// `n` changes for RDB save points. MSETEX calls it without replication,
+/// so the server drops what `RedisModule_ReplicateVerbatim` queues.
+pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
+    let count = match args {
+        [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => std::str::from_utf8(count.bytes())
+            .ok()
+            .and_then(|text| text.parse::<u64>().ok()),
+        _ => None,
+    };
+    let Some(count) = count else {
+        return Reply::Error(c"ERR this command is internal to MSETEX".to_owned());
+    };
+    for _ in 0..count {
+        ctx.count_change();
+    }
+    Reply::Ok
 }
 
 /// A protocol word as a string the server takes.

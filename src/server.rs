@@ -62,6 +62,43 @@ impl Server {
         self.at_least((8, 4), (9, 1))
     }
 
+    /// How this server learns a call's keys with `environment`: from its
+    /// I/O threads (no callback then) on Redis 8.2+ with io-threads, and on
+    /// Valkey 8+ in cluster mode with io-threads (Valkey 9: always, since it
+    /// can turn them on at run time). io-threads unreadable: above 1.
+    fn keys_declared(&self, environment: Environment) -> KeysDeclared {
+        let redis = self.product == Product::Redis;
+        let io_threads = environment.io_threads.is_none_or(|n| n > 1);
+        let on_io_threads = if redis {
+            self.at_least((8, 2), (0, 0)) && io_threads
+        } else {
+            self.at_least((0, 0), (8, 0))
+                && environment.cluster
+                && (io_threads || self.at_least((0, 0), (9, 0)))
+        };
+        if !on_io_threads {
+            return KeysDeclared::ByCallback;
+        }
+        KeysDeclared::BySpecs {
+            moved: if redis && environment.cluster {
+                MovedKeys::Refused
+            } else {
+                MovedKeys::Packed
+            },
+            keynum_exact: self.has_builtin_msetex() && redis,
+        }
+    }
+
+    /// Where SET stores a short string on this server.
+    fn embedding(&self) -> Embedding {
+        match self.product {
+            Product::Redis if self.at_least((8, 2), (0, 0)) => Embedding::Redis82,
+            Product::Valkey if self.at_least((0, 0), (9, 0)) => Embedding::Valkey9,
+            Product::Valkey if self.at_least((0, 0), (8, 1)) => Embedding::Valkey81,
+            _ => Embedding::Separate,
+        }
+    }
+
     pub fn describe(&self) -> String {
         let (major, minor, patch) = self.version;
         let product = match self.product {
@@ -375,31 +412,7 @@ impl Profile {
             return Profile::careful(environment);
         };
         let redis = server.product == Product::Redis;
-        // Unreadable: taken as above 1, where keys are declared by specs.
-        let io_threads = environment.io_threads.is_none_or(|n| n > 1);
-        let keys_on_io_threads = if redis {
-            // Redis moved key lookups into its I/O threads after 8.0.
-            server.at_least((8, 2), (0, 0)) && io_threads
-        } else {
-            // Valkey 8 computes cluster slots on I/O threads; 9 can turn
-            // io-threads on at run time.
-            server.at_least((0, 0), (8, 0))
-                && environment.cluster
-                && (io_threads || server.at_least((0, 0), (9, 0)))
-        };
         let key_api_writes = !(redis && server.version < (7, 0, 0));
-        let embedding = match server.product {
-            Product::Redis if server.at_least((8, 2), (0, 0)) => Embedding::Redis82,
-            Product::Valkey if server.at_least((0, 0), (9, 0)) => Embedding::Valkey9,
-            Product::Valkey if server.at_least((0, 0), (8, 1)) => Embedding::Valkey81,
-            _ => Embedding::Separate,
-        };
-        let in_place = (environment.jemalloc && key_api_writes).then_some(embedding);
-        let past_deadline = if !redis && server.at_least((0, 0), (8, 0)) {
-            PastDeadline::DecidedBySet
-        } else {
-            PastDeadline::Store
-        };
         let builtin = match (
             server.has_builtin_msetex(),
             environment.callable.has(ServerCommand::Msetex),
@@ -408,35 +421,27 @@ impl Profile {
             (true, true) => Builtin::Serving,
             (true, false) => Builtin::RenamedAway,
         };
-        let keynum_steps = server.has_builtin_msetex();
         Profile {
             wording: match server.product {
                 Product::Redis if server.version < (7, 0, 0) => Wording::Redis62,
                 Product::Redis => Wording::Redis,
                 Product::Valkey => Wording::Valkey,
             },
-            keys: if keys_on_io_threads {
-                KeysDeclared::BySpecs {
-                    moved: if redis && environment.cluster {
-                        MovedKeys::Refused
-                    } else {
-                        MovedKeys::Packed
-                    },
-                    keynum_exact: keynum_steps && redis,
-                }
-            } else {
-                KeysDeclared::ByCallback
-            },
+            keys: server.keys_declared(environment),
             key_api_writes,
-            in_place,
+            in_place: (environment.jemalloc && key_api_writes).then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
             builtin,
             builtin_batch: !redis && builtin == Builtin::Serving,
             fresh_lru_on_overwrite: redis && server.version < (7, 2, 0),
-            past_deadline,
+            past_deadline: if !redis && server.at_least((0, 0), (8, 0)) {
+                PastDeadline::DecidedBySet
+            } else {
+                PastDeadline::Store
+            },
             condition_counts_access: redis && server.version < (7, 0, 0),
-            keynum_steps,
+            keynum_steps: server.has_builtin_msetex(),
             shortcut_allowed: !environment.cluster,
             native_replication: builtin == Builtin::Serving && !environment.cluster,
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),

@@ -3,38 +3,54 @@
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-static CALLS: AtomicU64 = AtomicU64::new(0);
-static KEYS_SET: AtomicU64 = AtomicU64::new(0);
-static KEYS_IN_PLACE: AtomicU64 = AtomicU64::new(0);
-static ERRORS: AtomicU64 = AtomicU64::new(0);
+/// The counters, process-wide: the server's INFO callback has no pointer
+/// of the module's.
+struct Stats {
+    calls: AtomicU64,
+    keys_set: AtomicU64,
+    keys_in_place: AtomicU64,
+    errors: AtomicU64,
+}
+
+static STATS: Stats = Stats {
+    calls: AtomicU64::new(0),
+    keys_set: AtomicU64::new(0),
+    keys_in_place: AtomicU64::new(0),
+    errors: AtomicU64::new(0),
+};
+
+fn add(counter: &AtomicU64, n: usize) {
+    counter.fetch_add(n as u64, Ordering::Relaxed);
+}
 
 /// A call reached the module (refusals by the server itself, such as ACL
 /// or OOM, never do).
 pub fn record_call() {
-    CALLS.fetch_add(1, Ordering::Relaxed);
+    add(&STATS.calls, 1);
 }
 
 /// `n` keys were written.
 pub fn record_keys(n: usize) {
-    KEYS_SET.fetch_add(n as u64, Ordering::Relaxed);
+    add(&STATS.keys_set, n);
 }
 
 /// `n` of them were written into their old strings, in place.
 pub fn record_in_place(n: usize) {
-    KEYS_IN_PLACE.fetch_add(n as u64, Ordering::Relaxed);
+    add(&STATS.keys_in_place, n);
 }
 
 /// A call answered with an error.
 pub fn record_error() {
-    ERRORS.fetch_add(1, Ordering::Relaxed);
+    add(&STATS.errors, 1);
 }
 
 /// The counters as (field name, value) pairs, in INFO order.
 pub fn fields() -> [(&'static CStr, u64); 4] {
+    let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
     [
-        (c"calls", CALLS.load(Ordering::Relaxed)),
-        (c"keys_set", KEYS_SET.load(Ordering::Relaxed)),
-        (c"keys_in_place", KEYS_IN_PLACE.load(Ordering::Relaxed)),
-        (c"errors", ERRORS.load(Ordering::Relaxed)),
+        (c"calls", get(&STATS.calls)),
+        (c"keys_set", get(&STATS.keys_set)),
+        (c"keys_in_place", get(&STATS.keys_in_place)),
+        (c"errors", get(&STATS.errors)),
     ]
 }

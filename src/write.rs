@@ -28,13 +28,10 @@
 use std::ffi::CStr;
 
 use crate::deadline::{words, Deadline, Expiry, Form, Resolved, Word};
-use crate::ffi::{
-    Allocation, Arg, Contents, Ctx, EventClass, Head, Key, Propagation, Touch, Values,
-};
+use crate::ffi::{Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values};
 use crate::outcome::Abort;
-use crate::replication::WrittenBy;
-use crate::server::{PastDeadline, Profile};
-use crate::syntax::parse_i64;
+use crate::server::{PastDeadline, Profile, ServerCommand};
+use crate::syntax::{parse_i64, Condition};
 use crate::{sizing, stats};
 
 /// Pairs per batch: enough to spread its cost, small enough for the batch
@@ -43,25 +40,6 @@ const BATCH_MAX: usize = 256;
 
 // ---------------------------------------------------------------------------
 // What the rules need from the server
-
-/// An open key.
-pub trait OpenKey<A> {
-    fn contents(&self) -> Contents;
-    /// The string value's allocation, once made private, if it holds `len`.
-    fn allocation(&mut self, len: usize) -> Option<Allocation>;
-    fn overwrite(&mut self, bytes: &[u8]) -> bool;
-    /// Stores `value` (the TTL is cleared).
-    fn set(&mut self, value: A) -> bool;
-    fn deadline(&self) -> Option<i64>;
-    /// Sets the TTL from the server's clock for commands; the deadline.
-    fn expire_in(&mut self, ms: i64) -> Option<i64>;
-    fn expire_at(&mut self, at: i64) -> bool;
-    fn persist(&mut self) -> bool;
-    fn lfu(&self) -> Option<i64>;
-    fn set_lfu(&mut self, lfu: i64);
-    /// A fresh LRU clock (a no-op under LFU).
-    fn mark_used_now(&mut self);
-}
 
 /// The keyspace of one call: its keys, events and signals, and the
 /// server's own write commands.
@@ -89,6 +67,20 @@ pub struct ServerWrite {
     pub tail: Vec<Word>,
     pub values: Values,
     pub propagation: Propagation,
+}
+
+/// How a key reached the keyspace, which decides what counts its change
+/// for RDB save points (`server.dirty`) and what still has to be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrittenBy {
+    /// The module's key API: nothing counted or sent it yet.
+    KeyApi,
+    /// A server command the module called without replication (MSET, the
+    /// built-in MSETEX, SET): it counted the change, nothing was sent.
+    Command,
+    /// A server command the module called with replication (SET, `!`): it
+    /// counted the change and sent what it does itself.
+    ReplicatedCommand,
 }
 
 /// Where what is written goes next: the replication of the call.
@@ -128,6 +120,68 @@ impl Batching {
             _ => Batching::Mset,
         }
     }
+}
+
+impl Batching {
+    /// The server commands the write path may call on this server, each
+    /// with what it does there: the load checks every one is there under
+    /// its name, so that no call writes a key and then finds one missing.
+    pub fn commands(profile: &Profile) -> Vec<(ServerCommand, &'static str)> {
+        let mut commands = Vec::new();
+        if profile.key_api_writes && !profile.builtin_batch {
+            commands.push((
+                ServerCommand::Mset,
+                "writes the values the key API cannot store as SET does (integers, strings \
+                 SET embeds)",
+            ));
+        }
+        if !profile.key_api_writes {
+            commands.push((ServerCommand::Set, "writes every key on this server"));
+        }
+        if profile.past_deadline == PastDeadline::DecidedBySet {
+            commands.push((
+                ServerCommand::Set,
+                "decides, key by key, what a deadline in the past does on this server",
+            ));
+        }
+        if profile.builtin_batch {
+            commands.push((ServerCommand::Msetex, "writes what the key API cannot"));
+        }
+        commands
+    }
+}
+
+/// NX / XX: checks every key before anything is written, as a write
+/// command looks a key up (a logically expired key counts as absent),
+/// without hit/miss statistics or signals, and without an access where
+/// SET's check counts none (the write that follows counts it). Where
+/// closing a key opened for writing signals it (Redis 8.6), keys are
+/// opened for reading.
+pub fn condition_holds<K: Keyspace>(
+    keyspace: &K,
+    profile: &Profile,
+    pairs: &[K::Arg],
+    condition: Condition,
+) -> bool {
+    let wanted = match condition {
+        Condition::Always => return true,
+        Condition::NoneExist => false,
+        Condition::AllExist => true,
+    };
+    let touch = if profile.condition_counts_access {
+        Touch::Yes
+    } else {
+        Touch::No
+    };
+    let exists = |key: K::Arg| {
+        let handle = if profile.signal_on_close {
+            keyspace.look(key)
+        } else {
+            keyspace.open(key, touch)
+        };
+        handle.is_some_and(|handle| handle.contents() != Contents::Nothing)
+    };
+    pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
 }
 
 /// Whether a fork (RDB or AOF rewrite) runs: key lookups leave LRU clocks
@@ -394,7 +448,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             Expiry::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_in_runs(batch, c"MSET", Head::None, Vec::new())?;
+        self.call_in_runs(batch, ServerCommand::Mset, Head::None, Vec::new())?;
         for (index, (key, value, lfu)) in batch.entries().enumerate() {
             let mut handle = self.open(key, Touch::No)?;
             self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
@@ -415,7 +469,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// a relative TTL runs from the command's clock, as SET's: read back.
     fn flush_to_builtin(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
         let tail = words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?;
-        self.call_in_runs(batch, c"MSETEX", Head::Numkeys, tail)?;
+        self.call_in_runs(batch, ServerCommand::Msetex, Head::Numkeys, tail)?;
         if let Expiry::In(_) = self.deadline.expiry() {
             let first = batch.keys().next().ok_or(Abort("read the deadline"))?;
             let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
@@ -442,7 +496,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         propagation: Propagation,
     ) -> Result<(), Abort> {
         let call = ServerWrite {
-            command: c"SET",
+            command: ServerCommand::Set.name(),
             head: Head::None,
             tail: words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?,
             values: Values::Fresh,
@@ -476,7 +530,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     fn call_in_runs(
         &self,
         batch: &Batch<K::Arg>,
-        command: &'static CStr,
+        command: ServerCommand,
         head: Head,
         tail: Vec<Word>,
     ) -> Result<(), Abort> {
@@ -486,7 +540,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 .is_some_and(|value| parse_i64(value.as_ref()).is_some())
         };
         let mut call = ServerWrite {
-            command,
+            command: command.name(),
             head,
             tail,
             values: Values::AsTheyAre,
@@ -617,42 +671,6 @@ impl<A> Batch<A> {
 
 // ---------------------------------------------------------------------------
 // The keyspace the module API gives
-
-impl<'c> OpenKey<Arg<'c>> for Key<'c> {
-    fn contents(&self) -> Contents {
-        Key::contents(self)
-    }
-    fn allocation(&mut self, len: usize) -> Option<Allocation> {
-        self.buffer(len)
-    }
-    fn overwrite(&mut self, bytes: &[u8]) -> bool {
-        Key::overwrite(self, bytes)
-    }
-    fn set(&mut self, value: Arg<'c>) -> bool {
-        Key::set(self, value)
-    }
-    fn deadline(&self) -> Option<i64> {
-        Key::deadline(self)
-    }
-    fn expire_in(&mut self, ms: i64) -> Option<i64> {
-        Key::expire_in(self, ms)
-    }
-    fn expire_at(&mut self, at: i64) -> bool {
-        Key::expire_at(self, at)
-    }
-    fn persist(&mut self) -> bool {
-        Key::persist(self)
-    }
-    fn lfu(&self) -> Option<i64> {
-        Key::lfu(self)
-    }
-    fn set_lfu(&mut self, lfu: i64) {
-        Key::set_lfu(self, lfu);
-    }
-    fn mark_used_now(&mut self) {
-        Key::mark_used_now(self);
-    }
-}
 
 impl<'c> Keyspace for Ctx<'c> {
     type Arg = Arg<'c>;

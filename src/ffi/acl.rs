@@ -64,6 +64,21 @@ impl<'call> Ctx<'call> {
         } else {
             AclVerdict::DeniedKey
         };
+        self.log_refusal(user, verdict, pairs, logged);
+        // SAFETY: freed exactly once, not used afterwards.
+        unsafe { free_user(user) };
+        verdict
+    }
+
+    /// Writes `verdict`, a refusal, to the ACL log as the server would.
+    fn log_refusal(
+        &self,
+        user: *mut raw::RedisModuleUser,
+        verdict: AclVerdict,
+        pairs: &[Arg<'call>],
+        logged: &CStr,
+    ) {
+        let api = self.api;
         let writable = |key: &Arg<'call>| {
             api.acl_check_key_permissions.is_none_or(|check_key| {
                 // SAFETY: user and key are live.
@@ -95,9 +110,6 @@ impl<'call> Ctx<'call> {
             // SAFETY: ctx, user and object are live; the server copies them.
             unsafe { add_entry(self.raw, user, object, reason) };
         }
-        // SAFETY: freed exactly once, not used afterwards.
-        unsafe { free_user(user) };
-        verdict
     }
 
     /// The name of the calling client's user; `None` for a client without

@@ -82,40 +82,67 @@ impl<'call> Ctx<'call> {
         propagation: Propagation,
         tail: &[OwnedString],
     ) -> bool {
-        let mut tail_ptrs: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
         let bang = match propagation {
             Propagation::ByModule => "",
             Propagation::ByCommand => "!",
         };
-        let head = |pairs: usize| -> Option<Vec<OwnedString>> {
-            match head {
-                Head::Numkeys => Some(vec![self.string_from_i64(pairs as i64)?]),
-                Head::None => Some(Vec::new()),
-            }
-        };
-        if values == Values::AsTheyAre {
-            let Some(head) = head(flat.len() / 2) else {
-                return false;
-            };
-            let Ok(format) = CString::new(format!("{bang}v")) else {
-                return false;
-            };
-            let mut argv: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
-            argv.extend(flat.iter().map(|arg| arg.ptr));
-            argv.extend_from_slice(&tail_ptrs);
-            // SAFETY: format "v" (after an optional "!") takes an array of
-            // module strings and its length; every string is live for the call.
-            let reply = unsafe {
-                (self.api.call)(
-                    self.raw,
-                    command.as_ptr(),
-                    format.as_ptr(),
-                    argv.as_mut_ptr(),
-                    argv.len(),
-                )
-            };
-            return self.reply_is_ok(reply);
+        let tail: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
+        match values {
+            Values::AsTheyAre => self.call_vector(command, bang, head, flat, tail),
+            Values::Fresh => self.call_fresh(command, bang, head, flat, tail),
         }
+    }
+
+    /// The pair count, where the command takes one first.
+    fn head(&self, head: Head, pairs: usize) -> Option<Vec<OwnedString>> {
+        match head {
+            Head::Numkeys => Some(vec![self.string_from_i64(pairs as i64)?]),
+            Head::None => Some(Vec::new()),
+        }
+    }
+
+    /// One call with the argument objects as they are (`v` format).
+    fn call_vector(
+        &self,
+        command: &CStr,
+        bang: &str,
+        head: Head,
+        flat: &[Arg<'call>],
+        tail: Vec<*mut RedisModuleString>,
+    ) -> bool {
+        let (Some(head), Ok(format)) = (
+            self.head(head, flat.len() / 2),
+            CString::new(format!("{bang}v")),
+        ) else {
+            return false;
+        };
+        let mut argv: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
+        argv.extend(flat.iter().map(|arg| arg.ptr));
+        argv.extend_from_slice(&tail);
+        // SAFETY: format "v" (after an optional "!") takes an array of
+        // module strings and its length; every string is live for the call.
+        let reply = unsafe {
+            (self.api.call)(
+                self.raw,
+                command.as_ptr(),
+                format.as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        };
+        self.reply_is_ok(reply)
+    }
+
+    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`
+    /// format: the format string's length is fixed per call).
+    fn call_fresh(
+        &self,
+        command: &CStr,
+        bang: &str,
+        head: Head,
+        flat: &[Arg<'call>],
+        mut tail: Vec<*mut RedisModuleString>,
+    ) -> bool {
         let pairs: Vec<FreshPair> = flat
             .chunks_exact(2)
             .filter_map(|pair| match pair {
@@ -131,15 +158,13 @@ impl<'call> Ctx<'call> {
                 .unwrap_or(1);
             let (chunk, more) = rest.split_at(size.min(rest.len()));
             rest = more;
-            let Ok(format) = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len()))) else {
-                return false;
-            };
-            let Some(head) = head(chunk.len()) else {
+            let format = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len())));
+            let (Some(head), Ok(format)) = (self.head(head, chunk.len()), format) else {
                 return false;
             };
             let mut head_ptrs: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
             let head_vector = (head_ptrs.as_mut_ptr(), head_ptrs.len());
-            let tail_vector = (tail_ptrs.as_mut_ptr(), tail_ptrs.len());
+            let tail_vector = (tail.as_mut_ptr(), tail.len());
             // SAFETY: every arm passes a vector of live module strings with
             // its length, then per pair a live module string and a buffer
             // with its length, then another vector: "v", "sb" per pair, "v".

@@ -77,9 +77,38 @@ impl Key<'_> {
         // SAFETY: raw is an open key handle.
         unsafe { (self.api.key_type)(self.raw) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int }
     }
+}
 
+/// An open key, as the write rules use it (`crate::write`); implemented by
+/// [`Key`] and, in the unit tests, by an in-memory store. `A` is a command
+/// argument.
+pub trait OpenKey<A> {
     /// What the key holds, with one type lookup.
-    pub fn contents(&self) -> Contents {
+    fn contents(&self) -> Contents;
+    /// How the string value's buffer is allocated, once made private;
+    /// `None` unless it is a non-empty string of `len` bytes.
+    fn allocation(&mut self, len: usize) -> Option<sds::Allocation>;
+    /// Writes `bytes` over the string value of the same length in place.
+    fn overwrite(&mut self, bytes: &[u8]) -> bool;
+    /// Stores `value` (the TTL is cleared).
+    fn set(&mut self, value: A) -> bool;
+    /// The absolute expiry, if the key exists and has one.
+    fn deadline(&self) -> Option<i64>;
+    /// Sets the TTL from the server's clock for commands; the deadline.
+    fn expire_in(&mut self, ms: i64) -> Option<i64>;
+    fn expire_at(&mut self, at: i64) -> bool;
+    /// Removes the TTL, as SET without an expiry option does.
+    fn persist(&mut self) -> bool;
+    /// The LFU counter, when the eviction policy is LFU.
+    fn lfu(&self) -> Option<i64>;
+    /// Sets the LFU counter (a no-op unless the policy is LFU).
+    fn set_lfu(&mut self, lfu: i64);
+    /// A fresh LRU clock (a no-op under LFU).
+    fn mark_used_now(&mut self);
+}
+
+impl<'c> OpenKey<Arg<'c>> for Key<'c> {
+    fn contents(&self) -> Contents {
         // SAFETY: raw is an open key handle.
         let kind = unsafe { (self.api.key_type)(self.raw) };
         if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
@@ -92,11 +121,10 @@ impl Key<'_> {
         }
     }
 
-    /// How the string value's buffer is allocated, read from its header
-    /// (see [`sds`]), after making the value a private raw string (copying
-    /// it if shared or encoded, which changes nothing a client sees); `None`
-    /// when it is not a non-empty string of `len` bytes.
-    pub fn buffer(&mut self, len: usize) -> Option<sds::Allocation> {
+    /// Read from the sds header (see [`sds`]), after making the value a
+    /// private raw string (copying it if shared or encoded, which changes
+    /// nothing a client sees).
+    fn allocation(&mut self, len: usize) -> Option<sds::Allocation> {
         let mut found = 0usize;
         // SAFETY: raw is an open key handle; DMA in write mode first makes the
         // value a private raw string.
@@ -109,10 +137,9 @@ impl Key<'_> {
         Some(unsafe { sds::allocation(dst, len) })
     }
 
-    /// Writes `bytes` over the string value in place, keeping the key's
-    /// dictionary entry and TTL entry; false (nothing written) unless the
-    /// value holds exactly as many bytes.
-    pub fn overwrite(&mut self, bytes: &[u8]) -> bool {
+    /// Keeps the key's dictionary and TTL entries; false (nothing written)
+    /// unless the value holds exactly as many bytes.
+    fn overwrite(&mut self, bytes: &[u8]) -> bool {
         let mut len = 0usize;
         // SAFETY: raw is an open key handle; DMA in write mode makes the
         // value private (it already is, after `buffer`).
@@ -127,17 +154,15 @@ impl Key<'_> {
         true
     }
 
-    /// Replaces whatever the key holds with the string `value` (the server
-    /// keeps its own reference). The TTL is cleared.
-    pub fn set(&mut self, value: Arg<'_>) -> bool {
+    /// The server keeps its own reference to `value`.
+    fn set(&mut self, value: Arg<'c>) -> bool {
         // SAFETY: raw is an open write handle and value a live string.
         unsafe { (self.api.string_set)(self.raw, value.ptr) == OK }
     }
 
-    /// Sets the TTL to `ms` from the server's clock for commands (its command
-    /// time snapshot where it has one, as SET uses) and returns the absolute
-    /// deadline that gives.
-    pub fn expire_in(&mut self, ms: i64) -> Option<i64> {
+    /// The clock is the server's command time snapshot where it has one,
+    /// as SET's.
+    fn expire_in(&mut self, ms: i64) -> Option<i64> {
         // SAFETY: raw is an open write handle on an existing key.
         if unsafe { (self.api.set_expire)(self.raw, ms) } != OK {
             return None;
@@ -145,20 +170,17 @@ impl Key<'_> {
         self.deadline()
     }
 
-    /// Sets the key's absolute expiry time in unix milliseconds.
-    pub fn expire_at(&mut self, deadline_ms: i64) -> bool {
+    fn expire_at(&mut self, deadline_ms: i64) -> bool {
         // SAFETY: raw is an open write handle.
         unsafe { (self.api.set_abs_expire)(self.raw, deadline_ms) == OK }
     }
 
-    /// Removes the key's TTL, as SET without an expiry option does.
-    pub fn persist(&mut self) -> bool {
+    fn persist(&mut self) -> bool {
         // SAFETY: raw is an open write handle on an existing key.
         unsafe { (self.api.set_expire)(self.raw, raw::REDISMODULE_NO_EXPIRE as i64) == OK }
     }
 
-    /// The key's absolute expiry, if it exists and has one.
-    pub fn deadline(&self) -> Option<i64> {
+    fn deadline(&self) -> Option<i64> {
         // Redis 8.6 reads the value without checking that there is one:
         // asking about a missing key crashes the server.
         if self.is_empty() {
@@ -169,21 +191,18 @@ impl Key<'_> {
         (deadline != raw::REDISMODULE_NO_EXPIRE as i64).then_some(deadline)
     }
 
-    /// Marks the value as just used for LRU eviction (a no-op under LFU).
-    pub fn mark_used_now(&mut self) {
+    fn mark_used_now(&mut self) {
         // SAFETY: raw is an open key handle; ERR under LFU changes nothing.
         unsafe { (self.api.set_lru)(self.raw, 0) };
     }
 
-    /// The LFU counter, when the eviction policy is LFU.
-    pub fn lfu(&self) -> Option<i64> {
+    fn lfu(&self) -> Option<i64> {
         let mut freq: c_longlong = 0;
         // SAFETY: raw is an open key handle; freq is a valid out pointer.
         (unsafe { (self.api.get_lfu)(self.raw, &mut freq) } == OK).then_some(freq)
     }
 
-    /// Sets the LFU counter (a no-op unless the policy is LFU).
-    pub fn set_lfu(&mut self, freq: i64) {
+    fn set_lfu(&mut self, freq: i64) {
         // SAFETY: raw is an open key handle.
         unsafe { (self.api.set_lfu)(self.raw, freq) };
     }

@@ -1,11 +1,13 @@
 //! The only module with `unsafe`: raw calls into the module API, and the
-//! mechanism only: it imports nothing from the crate above it.
+//! mechanism only: it imports nothing from the crate above it but the plain
+//! data of `crate::docs`, which imports nothing.
 //!
 //! The rest of the crate sees safe wrappers: [`Ctx`] for one command call
 //! and [`Arg`] for one argv element (`ctx`), [`Key`] for an open key
 //! (`key`), the server's own commands run from the module (`call`), what
 //! goes to replicas and the AOF (`replicate`), the ACL API (`acl`), the
-//! load-time registrations (`register`, with COMMAND DOCS data in `docs`),
+//! load-time registrations (`register`, which hands the server the plain
+//! COMMAND DOCS data of `crate::docs`),
 //! and the trampolines the server calls, generic over traits the module's
 //! entry points implement (`callbacks`). Module API functions are resolved
 //! once at load time into [`Api`]; a required function the server lacks
@@ -15,6 +17,7 @@
 use std::ffi::CString;
 
 use libc::{c_char, c_int, c_longlong};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
 use redis_module::raw::{
@@ -143,6 +146,31 @@ module_api! {
 
 pub(crate) static API: OnceLock<Api> = OnceLock::new();
 
+/// A value published once per load and read, without a lock, by every call
+/// and by the command filter that runs before every command: the server
+/// calls back into the module without a pointer of its own, so what the
+/// load decided lives here. Each value set is leaked (a few hundred bytes
+/// per MODULE LOAD), so a reference read stays valid.
+pub struct Slot<T: 'static>(AtomicPtr<T>);
+
+impl<T: 'static> Slot<T> {
+    pub const fn new() -> Slot<T> {
+        Slot(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    pub fn set(&self, value: T) {
+        self.0
+            .store(Box::into_raw(Box::new(value)), Ordering::Release);
+    }
+
+    pub fn get(&self) -> Option<&'static T> {
+        let ptr = self.0.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer came from Box::into_raw in `set` and is
+        // never freed, so it points at a live T for the rest of the process.
+        unsafe { ptr.as_ref() }
+    }
+}
+
 /// Resolves the module API. Call once from the module's init function.
 pub fn init_api() -> Result<&'static Api, String> {
     if let Some(api) = API.get() {
@@ -188,7 +216,6 @@ mod acl;
 mod call;
 mod callbacks;
 mod ctx;
-pub mod docs;
 mod key;
 mod register;
 mod replicate;
@@ -201,6 +228,6 @@ pub use acl::{acl_check_available, AclVerdict};
 pub use call::{CallValue, Head, Propagation, Values};
 pub use callbacks::{ArgsChange, Command, Hooks, InfoSection, InfoValue};
 pub use ctx::{Arg, ContextFlags, Ctx, EventClass, KeyPositions, OwnedString, Reply};
-pub use key::{Contents, Key, Touch};
+pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::*;
 pub use sds::Allocation;

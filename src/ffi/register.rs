@@ -13,9 +13,8 @@ use super::call::{config_get, CallValue};
 use super::callbacks::{command_entry, command_filter, info_section, server_event};
 use super::callbacks::{Command, Hooks, InfoSection};
 use super::ctx::Ctx;
-use super::docs::{self, ArgKind, Docs, KeySpec};
-use super::replicate::changes_entry;
 use super::{Api, API, OK};
+use crate::docs::{self, ArgKind, Docs, KeySpec};
 
 fn api() -> Result<&'static Api, String> {
     API.get()
@@ -64,17 +63,6 @@ pub fn create_command<C: Command>(
     keys: (i32, i32, i32),
 ) -> Result<(), String> {
     register(ctx, name, flags, keys, Some(command_entry::<C>))
-}
-
-/// Registers the changes counter `name`, which
-/// [`Ctx::count_changes_silently`] calls; `flags` should keep it out of
-/// MONITOR, SLOWLOG and replication (`readonly`, `no-monitor`, ...).
-pub fn create_changes_counter(
-    ctx: *mut RedisModuleCtx,
-    name: &CStr,
-    flags: &CStr,
-) -> Result<(), String> {
-    register(ctx, name, flags, (0, 0, 0), Some(changes_entry))
 }
 
 fn register(
@@ -334,17 +322,6 @@ fn command_args(
             } else {
                 command_args(arg.subargs, arena)
             };
-            let type_ = match arg.kind {
-                ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
-                ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-                ArgKind::UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
-                ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
-                ArgKind::PureToken => {
-                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN
-                }
-                ArgKind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
-                ArgKind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
-            };
             let mut flags = 0;
             if arg.optional {
                 flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
@@ -354,7 +331,7 @@ fn command_args(
             }
             raw::RedisModuleCommandArg {
                 name: arg.name.as_ptr(),
-                type_,
+                type_: arg_type(arg.kind),
                 // The only key argument refers to key spec 0.
                 key_spec_index: if arg.kind == ArgKind::Key { 0 } else { -1 },
                 token: arg.token.map_or(std::ptr::null(), CStr::as_ptr),
@@ -382,6 +359,18 @@ fn command_args(
     let ptr = level.as_mut_ptr();
     arena.push(level); // moving the Vec does not move its buffer
     ptr
+}
+
+fn arg_type(kind: ArgKind) -> raw::RedisModuleCommandArgType {
+    match kind {
+        ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+        ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+        ArgKind::UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
+        ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+        ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+        ArgKind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+        ArgKind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
+    }
 }
 
 fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleCommandKeySpec {

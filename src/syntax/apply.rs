@@ -5,7 +5,7 @@
 use super::options::{parse_i64, Ack, Condition, Expiry, ParseError, Request, MIN_ARGC};
 use super::options::{ARITY, DATA};
 use crate::deadline::{APPLY_KEEP, APPLY_PERSIST};
-use crate::ffi::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
+use crate::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
 
 /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
 /// one call as `REPLICATE MSETEX` sends it to replicas, the AOF and a slot

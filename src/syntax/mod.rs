@@ -22,7 +22,7 @@
 use std::ffi::CStr;
 use std::ops::Range;
 
-use crate::ffi::docs::Docs;
+use crate::docs::Docs;
 use crate::server::KeysDeclared;
 
 pub mod apply;

@@ -13,7 +13,7 @@ use super::options::{
 };
 use super::options::{ARITY, CONDITION, DATA};
 use super::{packed, Packing};
-use crate::ffi::docs::{plain, token, valued, Arg, ArgKind, Docs, KeySpec};
+use crate::docs::{plain, token, valued, Arg, ArgKind, Docs, KeySpec};
 use crate::server::KeysDeclared;
 
 /// Checks order, as the built-in: numkeys, the pair count, the options'

@@ -6,7 +6,7 @@ use std::ffi::CStr;
 use std::ops::Range;
 
 pub(super) use crate::deadline::Expiry;
-use crate::ffi::docs::{plain, token, Arg, ArgKind};
+use crate::docs::{plain, token, Arg, ArgKind};
 
 /// ACL categories on Redis 7.2+ (older servers: rules by command name; on
 /// 7.0 `acl` gives MSETEX the permission of these categories).

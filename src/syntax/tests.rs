@@ -828,7 +828,7 @@ proptest! {
 // ---------------------------------------------------------------------------
 // COMMAND DOCS
 
-use crate::ffi::docs::{Arg, ArgKind, KeySpec};
+use crate::docs::{Arg, ArgKind, KeySpec};
 
 fn names(args: &[Arg]) -> Vec<&str> {
     args.iter().map(|a| a.name.to_str().unwrap()).collect()

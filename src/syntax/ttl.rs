@@ -10,7 +10,7 @@ use super::options::{
 };
 use super::options::{ARITY, CONDITION, DATA};
 use super::{numkeys, packed, Packing};
-use crate::ffi::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
+use crate::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
 
 /// Where the pairs are: after the options and the time (`None`: the call's
 /// shape is invalid).

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::ffi::Allocation;
 use crate::server::{Callable, Environment, Product, Server};
 
 const NOW: i64 = 1_700_000_000_000;

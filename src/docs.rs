@@ -1,6 +1,6 @@
 //! What `COMMAND DOCS` and `COMMAND INFO` can say about a command (Redis
-//! 7.0+), as plain data that [`set_command_info`](super::set_command_info)
-//! hands to the server, and helpers to write argument trees as constants.
+//! 7.0+), as plain data that `ffi::set_command_info` hands to the server,
+//! and helpers to write argument trees as constants. Imports nothing.
 
 use std::ffi::CStr;
 

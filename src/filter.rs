@@ -1,0 +1,131 @@
+//! The command filter, which runs before every command: where the server
+//! reads keys from key specifications only and a call's options stand among
+//! its keys, it moves them out of the way (or refuses the call) before the
+//! server reads the keys; where the built-in MSETEX is renamed away, it
+//! sends MSETEX calls to the module; and it answers `COMMAND GETKEYS` and
+//! `ACL DRYRUN` about such calls as the call itself.
+
+use crate::config;
+use crate::ffi::ArgsChange;
+use crate::outcome::Refusal;
+use crate::replication;
+use crate::server::MovedKeys;
+use crate::syntax::{ParseError, Syntax};
+
+/// What the command filter sees in a command's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    Other,
+    /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
+    ReplicationHandshake,
+    /// A command the filter may rewrite: MSETEX where options would be
+    /// read as keys, or where the module serves a built-in renamed away,
+    /// and COMMAND (GETKEYS) and ACL (DRYRUN), which ask about a call.
+    Rewrite,
+}
+
+/// Classifies a command by its name, for the command filter (which runs
+/// before every command: a few comparisons).
+pub fn seen(name: &[u8]) -> Seen {
+    if replication::is_replication_handshake(name) {
+        return Seen::ReplicationHandshake;
+    }
+    let Some(module) = config::get() else {
+        return Seen::Other;
+    };
+    let packs = module.filter_packs();
+    let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+    let asked_about = packs || module.alias;
+    if (packs && is(module.name.as_bytes()))
+        || (module.alias && is(b"MSETEX"))
+        || ((asked_about || module.syntax == Syntax::Ttl) && is(b"COMMAND"))
+        || (asked_about && is(b"ACL"))
+    {
+        Seen::Rewrite
+    } else {
+        Seen::Other
+    }
+}
+
+/// How the command filter rewrites a command that names MSETEX: where the
+/// server reads keys from key specifications only ([`KeysDeclared::BySpecs`])
+/// and a call's options stand among its keys, it moves them into one
+/// argument before the server reads the keys (`Syntax::pack`), so that the
+/// server's slot checks, redirections, ACL key rules, `COMMAND GETKEYS` and
+/// `ACL DRYRUN` see the real keys; where the server routes by keys read
+/// before any filter ran ([`MovedKeys::Refused`]), it refuses such a call
+/// instead, with nothing written. And `COMMAND GETKEYS` of a call the TTL
+/// form refuses as a typed client's numkeys call answers that refusal, so
+/// that cluster clients show it.
+pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
+    let Some(module) = config::get() else {
+        return Vec::new();
+    };
+    let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
+    let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || is_alias(arg);
+    let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
+    // Where the call is in the command, and whether the server routes it.
+    let (at, routed) = match args {
+        [first, ..] if is_ours(first) => (0, true),
+        [command, sub, name, ..]
+            if is(command, b"COMMAND")
+                && (is(sub, b"GETKEYS") || is(sub, b"GETKEYSANDFLAGS"))
+                && is_ours(name) =>
+        {
+            (2, false)
+        }
+        [acl, sub, _user, name, ..] if is(acl, b"ACL") && is(sub, b"DRYRUN") && is_ours(name) => {
+            (3, false)
+        }
+        _ => return Vec::new(),
+    };
+    let call = args.get(at..).unwrap_or_default();
+    if !routed && module.syntax.parse(call, 0) == Err(ParseError::NumkeysShape) {
+        return refuse_with(
+            args,
+            Refusal::Parse(ParseError::NumkeysShape).short_text(&module.name),
+        );
+    }
+    // The built-in renamed away: its calls go to this command.
+    let mut changes: Vec<ArgsChange> = call
+        .first()
+        .filter(|first| is_alias(first))
+        .map(|_| ArgsChange {
+            at,
+            replaced: 1,
+            with: vec![module.name.as_bytes().to_vec()],
+        })
+        .into_iter()
+        .collect();
+    let packing = module
+        .packs_for()
+        .and_then(|moved| module.syntax.pack(call).map(|packing| (moved, packing)));
+    if let Some((moved, packing)) = packing {
+        if routed && moved == MovedKeys::Refused {
+            return refuse_with(args, Refusal::Unroutable.short_text(&module.name));
+        }
+        changes.push(ArgsChange {
+            at: at + packing.trailing,
+            replaced: call.len().saturating_sub(packing.trailing),
+            with: Vec::new(),
+        });
+        changes.push(ArgsChange {
+            at: at + 1,
+            replaced: packing.leading,
+            with: vec![packing.arg],
+        });
+    }
+    changes
+}
+
+/// Turns the whole command into one the server does not know, named
+/// `text`: the server answers `ERR unknown command '<text>'` before it
+/// checks permissions or routes anything, and nothing runs. (Inside MULTI
+/// the transaction is then refused, as for any unknown command.)
+fn refuse_with(args: &[&[u8]], text: String) -> Vec<ArgsChange> {
+    vec![ArgsChange {
+        at: 0,
+        replaced: args.len(),
+        with: vec![text.into_bytes()],
+    }]
+}

@@ -22,8 +22,17 @@ DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 .DEFAULT_GOAL := help
 .PHONY: help deps deps-build build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files clean
 
-help: ## List the targets
+help: ## List the targets and the variables
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo
+	@echo "Variables (make NAME=value target), with their values now:"
+	@echo "  PORT=$(PORT)  the port of make run"
+	@echo "  ROUNDS=$(ROUNDS)  rounds of make bench"
+	@echo "  PREFIX=$(PREFIX)  MODULEDIR=$(MODULEDIR)  DESTDIR=$(DESTDIR)  where make install puts the library (Valkey: MODULEDIR=/usr/lib/valkey/modules)"
+	@echo "  DEBDIR=$(DEBDIR)  where make deb puts the package"
+	@echo "  DISTDIR=$(DISTDIR)  where make dist puts the tarball ($(DISTNAME).tar.gz)"
+	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix and make bench (default: ../shared/servers)"
+	@echo "  FUZZ_CASES=N  cases per property in make fuzz (default 1000000)"
 
 deps: ## Install what is missing (redis-server, redis-tools, libclang-dev, gcc; apt-get when root)
 	@scripts/deps.sh
@@ -68,7 +77,7 @@ profile: deps build ## perf: where MSETEX spends its time (needs perf); writes d
 fuzz: build ## Parser property tests with FUZZ_CASES cases each (default 1000000)
 	MSETEX_FUZZ_CASES=$${FUZZ_CASES:-1000000} $(CARGO) test --release --locked --lib -- syntax::tests
 
-install: build ## Install libmsetex.so in $(DESTDIR)$(MODULEDIR) (Valkey: MODULEDIR=/usr/lib/valkey/modules)
+install: build ## Install libmsetex.so in MODULEDIR (below)
 	@$(MAKE) --no-print-directory install-files
 
 # Redis 7+ refuses to load a module file without execute permission.
@@ -81,7 +90,7 @@ install-files:
 uninstall: ## Remove the installed library
 	rm -f "$(DESTDIR)$(MODULEDIR)/libmsetex.so"
 
-dist: build ## Release tarball: $(DISTDIR)/msetex-<version>-<target>.tar.gz
+dist: build ## Release tarball in DISTDIR: msetex-<version>-<target>.tar.gz
 	@$(MAKE) --no-print-directory dist-files
 
 dist-files:
@@ -92,7 +101,7 @@ dist-files:
 	rm -rf "$(DISTDIR)/$(DISTNAME)"
 	@echo "$(DISTDIR)/$(DISTNAME).tar.gz"
 
-deb: build ## Debian package: $(DEBDIR)/msetex_<version>_<arch>.deb (Redis and Valkey module dirs)
+deb: build ## Debian package in DEBDIR: msetex_<version>_<arch>.deb (Redis and Valkey module dirs)
 	@$(MAKE) --no-print-directory deb-files
 
 deb-files:

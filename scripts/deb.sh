@@ -32,7 +32,8 @@ install -d "$pkg/DEBIAN" "$pkg/usr/lib/msetex" "$pkg/usr/lib/redis/modules" \
     "$pkg/usr/lib/valkey/modules" "$doc/examples"
 # Redis 7+ and Valkey refuse to load a module file without execute permission.
 install -m 0755 "$module" "$pkg/usr/lib/msetex/libmsetex.so"
-strip --strip-unneeded "$pkg/usr/lib/msetex/libmsetex.so"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note \
+    "$pkg/usr/lib/msetex/libmsetex.so"
 ln -s ../../msetex/libmsetex.so "$pkg/usr/lib/redis/modules/libmsetex.so"
 ln -s ../../msetex/libmsetex.so "$pkg/usr/lib/valkey/modules/libmsetex.so"
 install -m 0644 README.md "$doc/README.md"
@@ -47,6 +48,23 @@ install -m 0644 packaging/valkey.conf.example "$doc/examples/valkey.conf"
     sed 's/^$/./; s/^/ /' LICENSE
 } > "$doc/copyright"
 chmod 0644 "$doc/copyright"
+
+# Who maintains it: DEB_MAINTAINER, else the author of the commit built.
+maintainer="${DEB_MAINTAINER:-$(git log -1 --format='%an <%ae>' 2>/dev/null || true)}"
+if [ -z "$maintainer" ]; then
+    echo "set DEB_MAINTAINER=\"Name <email>\" (no git history to take it from)" >&2
+    exit 1
+fi
+# A native package's changelog, from the commit built.
+date="$(git log -1 --format=%aD 2>/dev/null || date -R)"
+{
+    echo "msetex ($version) unstable; urgency=medium"
+    echo
+    echo "  * Release $version, from commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo " -- $maintainer  $date"
+} | gzip -9n > "$doc/changelog.gz"
+chmod 0644 "$doc/changelog.gz"
 
 # The shared libraries it links, as dpkg-shlibdeps (dpkg-dev) words the
 # dependency; without dpkg-dev, the newest glibc symbol version it uses.
@@ -74,13 +92,13 @@ matrix_commit="$(sed -n 's/^- module: //p' docs/COMPATIBILITY.md)"
     echo "Package: msetex"
     echo "Version: $version"
     echo "Architecture: $arch"
-    echo "Maintainer: redis-msetex developers <msetex@localhost>"
+    echo "Maintainer: $maintainer"
     echo "Installed-Size: $(du -sk "$pkg/usr" | cut -f1)"
     [ -n "$depends" ] && echo "Depends: $depends"
     echo "Suggests: redis-server | valkey-server"
     echo "Section: database"
     echo "Priority: optional"
-    echo "Description: MSETEX for Redis and Valkey: many keys, one TTL, one atomic step"
+    echo "Description: many keys, one TTL, one atomic step: MSETEX for Redis and Valkey"
     echo " A server module that adds MSETEX, which sets every key and its time to"
     echo " live in one atomic step, in native code: MSETEX seconds key value ..., or"
     echo " the numkeys form of Redis 8.4+ / Valkey 9.1+."
@@ -92,6 +110,9 @@ matrix_commit="$(sed -n 's/^- module: //p' docs/COMPATIBILITY.md)"
     echo " configuration is changed: add a loadmodule line, as the samples in"
     echo " /usr/share/doc/msetex/examples show."
 } > "$pkg/DEBIAN/control"
+
+(cd "$pkg" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$pkg/DEBIAN/md5sums"
+chmod 0644 "$pkg/DEBIAN/md5sums"
 
 mkdir -p "$out"
 deb="$out/msetex_${version}_${arch}.deb"

@@ -4,7 +4,9 @@
 #   build time) and a C compiler (the linker rustc calls; binutils for
 #   make deb); and, unless called as `deps.sh build` (make build, make deb,
 #   make install), redis-server and redis-tools (redis-cli,
-#   redis-benchmark), which the tests, make run and make bench start.
+#   redis-benchmark), which the tests, make run and make bench start, and
+#   lintian and python3-redis, with which the tests check the package and
+#   run the redis-py example.
 # On Debian/Ubuntu as root it runs apt-get; otherwise it names the packages.
 set -euo pipefail
 
@@ -27,7 +29,7 @@ if [ "$(printf '%s\n%s\n' "$rust_min" "$rust" | sort -V | head -n 1)" != "$rust_
 fi
 
 packages=(libclang-dev)
-[ "$mode" = build ] || packages+=(redis-server redis-tools)
+[ "$mode" = build ] || packages+=(redis-server redis-tools lintian python3-redis)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 
 if command -v dpkg-query >/dev/null 2>&1; then

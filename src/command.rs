@@ -155,13 +155,15 @@ fn check_acl(
 }
 
 /// Answers the server's "where are the keys" call (`getkeys-api`). A call
-/// whose shape is invalid declares no keys and fails when it runs.
+/// that is invalid declares no keys and fails when it runs.
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
     let Some(module) = config::get() else {
         return;
     };
-    if let Some(pairs) = module.syntax.pair_range(args) {
-        for index in pairs.step_by(2) {
+    // A call the command refuses declares no keys (no CROSSSLOT or key
+    // pattern before its own refusal); its clock only bounds a TTL.
+    if let Ok(request) = module.syntax.parse(args, 0) {
+        for index in request.pairs.step_by(2) {
             positions.key_at(index);
         }
     }

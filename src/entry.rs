@@ -6,8 +6,6 @@
 
 use std::ffi::CStr;
 
-use redis_module::{Context, RedisString, Status};
-
 use crate::acl::{self, AclCheck};
 use crate::config;
 use crate::ffi::{self, ArgsChange, CallValue, InfoValue, KeyPositions, LogLevel, Optional, Reply};
@@ -18,23 +16,16 @@ use crate::server::{Callable, Environment, Server, UnloadGuard};
 use crate::syntax::ACL_CATEGORIES;
 use crate::{command, filter, load_args, plan, stats};
 
-/// MODULE LOAD / `loadmodule`.
-pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    match load(ctx.ctx, args) {
-        Ok(()) => Status::Ok,
-        Err(reason) => {
-            ffi::log(ctx.ctx, LogLevel::Warning, &format!("not loaded: {reason}"));
-            Status::Err
-        }
-    }
-}
+/// The module, as the server loads and unloads it.
+pub struct Entry;
 
-/// MODULE UNLOAD: refused while it would crash the server (see `unload`).
-pub fn deinit(ctx: &Context) -> Status {
-    if ffi::may_unload(ctx.ctx, may_unload) {
-        Status::Ok
-    } else {
-        Status::Err
+impl ffi::Module for Entry {
+    fn load(ctx: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
+        load(ctx, args)
+    }
+
+    fn may_unload(ctx: &Ctx<'_>) -> bool {
+        may_unload(ctx)
     }
 }
 
@@ -82,10 +73,10 @@ fn may_unload(ctx: &Ctx<'_>) -> bool {
     }
 }
 
-fn load(raw: *mut ffi::RawCtx, args: &[RedisString]) -> Result<(), String> {
-    ffi::init_api()?;
-    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    let options = load_args::parse_load_args(&args)?;
+/// MODULE LOAD / `loadmodule`: reads the server, lets `plan` decide and
+/// executes the plan.
+fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
+    let options = load_args::parse_load_args(args)?;
     let fields = ffi::server_info_fields(
         c"server",
         &["redis_version", "server_name", "valkey_version"],

@@ -80,7 +80,14 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
         _ => return Vec::new(),
     };
     let call = args.get(at..).unwrap_or_default();
-    if !routed && module.syntax.parse(call, 0) == Err(ParseError::NumkeysShape) {
+    // A typed client's numkeys call, which the TTL form refuses: answered
+    // as the call would be, before keys read from its shape are routed or
+    // listed (cluster clients ask COMMAND GETKEYS first).
+    let asks_or_is_routed = !routed || module.cluster;
+    if asks_or_is_routed
+        && module.syntax == Syntax::Ttl
+        && module.syntax.parse(call, 0) == Err(ParseError::NumkeysShape)
+    {
         return refuse_with(
             args,
             Refusal::Parse(ParseError::NumkeysShape).short_text(&module.name),

@@ -40,26 +40,10 @@ mod stats;
 mod syntax;
 mod write;
 
-use entry::{deinit, init};
-use redis_module::redis_module;
-
-// Inside Redis every allocation goes through the server's allocator, so
-// INFO memory counts it; unit tests run outside Redis, where that
-// allocator does not exist.
+// Inside the server every allocation goes through the server's allocator,
+// so INFO memory counts it; unit tests run outside it.
 #[cfg(not(test))]
-type Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(not(test))]
-const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(test)]
-type Allocator = std::alloc::System;
-#[cfg(test)]
-const ALLOCATOR: Allocator = std::alloc::System;
+#[global_allocator]
+static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
 
-redis_module! {
-    name: "msetex",
-    version: 20100,
-    allocator: (Allocator, ALLOCATOR),
-    data_types: [],
-    init: init,
-    deinit: deinit,
-}
+export_module!(entry::Entry, c"msetex", 20200);

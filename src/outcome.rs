@@ -155,6 +155,14 @@ fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, wording: Word
         ParseError::InvalidNumkeys => "ERR invalid numkeys value".to_owned(),
         ParseError::WrongPairCount if valkey => "ERR syntax error".to_owned(),
         ParseError::WrongPairCount => "ERR wrong number of key-value pairs".to_owned(),
+        ParseError::KeepTtl => format!(
+            "ERR KEEPTTL exists only in the numkeys form (load the module with SYNTAX NUMKEYS); \
+             {name} takes {name} [NX|XX] [EX|PX|EXAT|PXAT] time key value [key value ...]"
+        ),
+        ParseError::OptionsFirst => format!(
+            "ERR the options of {name} come first: {name} [NX|XX] [EX|PX|EXAT|PXAT] time key \
+             value [key value ...]"
+        ),
         ParseError::NumkeysShape => format!(
             "ERR this {name} takes the TTL first ({name} seconds key value ...), but the call \
              has the shape of the numkeys form that Redis 8.4+ clients send ({name} numkeys \

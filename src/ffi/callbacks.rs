@@ -59,6 +59,103 @@ pub trait InfoSection {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
 }
 
+/// The module's load and unload, as the server calls them through the
+/// exported `RedisModule_OnLoad` and `RedisModule_OnUnload` (see
+/// [`crate::export_module!`]).
+pub trait Module {
+    /// MODULE LOAD / `loadmodule`, with the load arguments; the error is
+    /// the log line that says why the module does not load.
+    fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String>;
+    /// MODULE UNLOAD: whether it may go ahead.
+    fn may_unload(ctx: &Ctx<'_>) -> bool;
+}
+
+/// `RedisModule_OnLoad`: registers the module with the server (no
+/// allocation before that: the allocator is the server's), then loads it.
+pub fn on_load<M: Module>(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+    name: &CStr,
+    version: c_int,
+) -> c_int {
+    // SAFETY: ctx is the load context; name is NUL-terminated and static.
+    let init = unsafe {
+        raw::Export_RedisModule_Init(
+            ctx,
+            name.as_ptr(),
+            version,
+            raw::REDISMODULE_APIVER_1 as c_int,
+        )
+    };
+    if init != OK {
+        return ERR;
+    }
+    if let Err(reason) = super::init_api() {
+        log(ctx, LogLevel::Warning, &format!("not loaded: {reason}"));
+        return ERR;
+    }
+    let Some(load) = Ctx::of(ctx) else {
+        return ERR;
+    };
+    // SAFETY: the server passes argc live load arguments.
+    let args = unsafe { load.args(argv, argc) };
+    let args: Vec<&[u8]> = args.iter().map(|arg| arg.bytes()).collect();
+    match catch_unwind(AssertUnwindSafe(|| M::load(ctx, &args))) {
+        Ok(Ok(())) => OK,
+        Ok(Err(reason)) => {
+            log(ctx, LogLevel::Warning, &format!("not loaded: {reason}"));
+            ERR
+        }
+        Err(_) => {
+            log(
+                ctx,
+                LogLevel::Warning,
+                "not loaded: internal error (panic caught)",
+            );
+            ERR
+        }
+    }
+}
+
+/// `RedisModule_OnUnload`: an error cancels the unload (a panic too).
+pub fn on_unload<M: Module>(ctx: *mut RedisModuleCtx) -> c_int {
+    let Some(ctx) = Ctx::of(ctx) else {
+        return OK;
+    };
+    match catch_unwind(AssertUnwindSafe(|| M::may_unload(&ctx))) {
+        Ok(true) => OK,
+        _ => ERR,
+    }
+}
+
+/// Exports the module's entry points for `$module` (a type implementing
+/// [`Module`]): the two symbols the server looks up in the library.
+#[macro_export]
+macro_rules! export_module {
+    ($module:ty, $name:expr, $version:expr) => {
+        /// Called by the server on MODULE LOAD.
+        #[allow(unsafe_code)]
+        #[no_mangle]
+        pub extern "C" fn RedisModule_OnLoad(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            $crate::ffi::on_load::<$module>(ctx, argv, argc, $name, $version)
+        }
+
+        /// Called by the server on MODULE UNLOAD.
+        #[allow(unsafe_code)]
+        #[no_mangle]
+        pub extern "C" fn RedisModule_OnUnload(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+        ) -> std::os::raw::c_int {
+            $crate::ffi::on_unload::<$module>(ctx)
+        }
+    };
+}
+
 /// The server calls this for every call of a command registered for `C`.
 pub(super) unsafe extern "C" fn command_entry<C: Command>(
     ctx: *mut RedisModuleCtx,

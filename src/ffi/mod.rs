@@ -226,7 +226,9 @@ pub use redis_module::raw::RedisModuleCtx as RawCtx;
 
 pub use acl::{acl_check_available, AclVerdict};
 pub use call::{CallValue, Head, Propagation, Values};
-pub use callbacks::{ArgsChange, Command, Hooks, InfoSection, InfoValue};
+pub use callbacks::{
+    on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module,
+};
 pub use ctx::{Arg, ContextFlags, Ctx, EventClass, KeyPositions, OwnedString, Reply};
 pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::*;

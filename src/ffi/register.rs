@@ -4,7 +4,6 @@
 //! itself (INFO fields, configs, commands).
 
 use std::ffi::{CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use libc::c_int;
 use redis_module::raw::{self, RedisModuleCtx};
@@ -126,15 +125,6 @@ pub fn watch<H: Hooks>(ctx: *mut RedisModuleCtx) -> bool {
         )
     };
     events && !filter.is_null()
-}
-
-/// MODULE UNLOAD asks first: `decide` says whether it may go ahead (a
-/// panic refuses it).
-pub fn may_unload(ctx: *mut RedisModuleCtx, decide: impl FnOnce(&Ctx<'_>) -> bool) -> bool {
-    let Some(ctx) = Ctx::of(ctx) else {
-        return true;
-    };
-    catch_unwind(AssertUnwindSafe(|| decide(&ctx))).unwrap_or(false)
 }
 
 /// Registers `I` as the module's INFO section (replacing the redis-module

@@ -78,24 +78,6 @@ impl Syntax {
         }
     }
 
-    /// Where the key/value pairs are, which is all the server needs to
-    /// learn where the keys are (cluster slots, ACLs, COMMAND GETKEYS).
-    /// `None` when the shape of the call is invalid: it declares no keys
-    /// and fails when it runs.
-    pub fn pair_range<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<Range<usize>> {
-        match self.unpacked(argv) {
-            Some((original, shift)) => shifted(self.pair_range_plain(&original)?, shift),
-            None => self.pair_range_plain(argv),
-        }
-    }
-
-    fn pair_range_plain<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<Range<usize>> {
-        match self {
-            Syntax::Ttl => ttl::pair_range(argv),
-            Syntax::Numkeys => numkeys::pairs(argv).ok(),
-        }
-    }
-
     /// The call with its options moved into argv[1], so that its keys are
     /// at 2, 4, ... to the end; `None` when they already are (or the call
     /// is too malformed to tell). TTL form: the leading options and the

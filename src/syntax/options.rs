@@ -56,6 +56,11 @@ pub enum ParseError {
     /// TTL: the call has exactly the shape of the NUMKEYS form with options
     /// (`MSETEX 2 k v k v EX 60`), which the TTL form would misread.
     NumkeysShape,
+    /// TTL: `KEEPTTL` where the time goes (it is the NUMKEYS form's).
+    KeepTtl,
+    /// TTL: not whole pairs, and an option among them (`MSETEX 60 k v NX`):
+    /// the options come before the time.
+    OptionsFirst,
 }
 
 /// Which keys must exist for the call to write anything.

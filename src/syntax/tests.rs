@@ -116,6 +116,29 @@ fn ttl_arity_needs_a_time_and_whole_pairs_after_the_options() {
     ] {
         assert_eq!(ttl(bad), Err(ParseError::WrongArity), "{bad:?}");
     }
+    // Where an option stands among the pairs, or KEEPTTL where the time
+    // goes, the error says what to do.
+    for misplaced in [
+        &["MSETEX", "60", "a", "1", "NX"][..],
+        &["MSETEX", "60", "a", "1", "b", "2", "EX"],
+        &["MSETEX", "NX", "EX", "60", "k", "v", "PX"],
+    ] {
+        assert_eq!(
+            ttl(misplaced),
+            Err(ParseError::OptionsFirst),
+            "{misplaced:?}"
+        );
+    }
+    assert_eq!(
+        ttl(&["MSETEX", "KEEPTTL", "60", "a", "1"]),
+        Err(ParseError::KeepTtl)
+    );
+    assert_eq!(
+        ttl(&["MSETEX", "NX", "keepttl", "a", "1"]),
+        Err(ParseError::KeepTtl)
+    );
+    // A value may be called NX.
+    assert!(ttl(&["MSETEX", "60", "a", "NX"]).is_ok());
 }
 
 #[test]
@@ -133,7 +156,6 @@ fn ttl_time_must_be_a_redis_integer() {
         "abc",
         "--1",
         "9223372036854775808",
-        "KEEPTTL",
         "EXA",
     ] {
         for unit in [&[][..], &["PX"], &["EXAT"]] {
@@ -240,13 +262,10 @@ fn ttl_keeps_reading_what_is_not_the_numkeys_shape() {
 }
 
 #[test]
-fn ttl_pair_range_follows_the_options() {
+fn ttl_pairs_follow_the_options() {
     let argv = ["MSETEX", "NX", "PX", "10", "a", "1", "b", "2", "c", "3"];
-    let pairs = Syntax::Ttl.pair_range(&argv);
-    assert_eq!(pairs, Some(4..10));
     let request = ttl(&argv).unwrap();
     assert_eq!(request.pairs.step_by(2).collect::<Vec<_>>(), [4, 6, 8]);
-    assert_eq!(Syntax::Ttl.pair_range(&["MSETEX", "1", "k"]), None);
 }
 
 /// A call as the command filter rewrites it: the packed argument in place
@@ -277,7 +296,6 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
             Ack::One
         ))
     );
-    assert_eq!(Syntax::Ttl.pair_range(&views(&packed_argv)), Some(2..4));
     // Nothing to pack: no option, or no time after the options.
     assert_eq!(Syntax::Ttl.pack(&["MSETEX", "60", "k", "v"]), None);
     assert_eq!(Syntax::Ttl.pack(&["MSETEX", "NX", "PX"]), None);
@@ -323,7 +341,6 @@ fn a_packed_argument_never_holds_keys() {
     let packed = packed::encode(&["NX", "60", "k", "v"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k2", b"v2"];
     assert_eq!(Syntax::Ttl.parse(&argv, NOW), Err(ParseError::Syntax));
-    assert_eq!(Syntax::Ttl.pair_range(&argv), None);
     // A packed argument without the time leaves it where it stands.
     let packed = packed::encode(&["NX"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"60", b"k", b"v"];
@@ -478,13 +495,6 @@ fn numkeys_errors_as_the_builtin() {
 }
 
 #[test]
-fn numkeys_pair_range_ignores_the_options() {
-    let argv = ["MSETEX", "2", "a", "1", "b", "2", "FOO"];
-    assert_eq!(Syntax::Numkeys.pair_range(&argv), Some(2..6));
-    assert_eq!(Syntax::Numkeys.pair_range(&["MSETEX", "3", "a", "1"]), None);
-}
-
-#[test]
 fn parse_i64_edges() {
     assert_eq!(parse_i64(b"0"), Some(0));
     assert_eq!(parse_i64(b"-1"), Some(-1));
@@ -609,9 +619,21 @@ fn model_ttl(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
         return Err(ParseError::Syntax);
     }
     let time_index = 1 + options.len();
+    if words.get(time_index).is_some_and(|w| w == "KEEPTTL") {
+        return Err(ParseError::KeepTtl);
+    }
     let pairs = argv.len() as i64 - time_index as i64 - 1;
     if pairs < 2 || pairs % 2 != 0 {
-        return Err(ParseError::WrongArity);
+        let keywords = ["NX", "XX", "EX", "PX", "EXAT", "PXAT", "KEEPTTL"];
+        let option_after = words
+            .iter()
+            .skip(time_index + 1)
+            .any(|w| keywords.contains(&w.as_str()));
+        return Err(if option_after {
+            ParseError::OptionsFirst
+        } else {
+            ParseError::WrongArity
+        });
     }
     let unit = units.first().map_or("EX", |w| **w);
     let expiry = model_expiry(unit, &argv[time_index], now)?;
@@ -748,18 +770,6 @@ proptest! {
         prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now), model(Syntax::Numkeys, &argv, now));
     }
 
-    #[test]
-    fn a_valid_call_declares_exactly_its_pairs(
-        syntax in prop::sample::select(vec![Syntax::Ttl, Syntax::Numkeys]),
-        tail in proptest::collection::vec(arg_strategy(), 0..10),
-    ) {
-        let mut argv = vec![b"MSETEX".to_vec()];
-        argv.extend(tail);
-        if let Ok(request) = syntax.parse(&views(&argv), NOW) {
-            prop_assert_eq!(syntax.pair_range(&views(&argv)), Some(request.pairs));
-        }
-    }
-
     /// Packing the options (what the command filter does where keys are
     /// read from key specifications only) changes nothing the parser
     /// decides: the same reply or error, the same pairs, now at 2, 4, ...
@@ -787,7 +797,6 @@ proptest! {
                         prop_assert_eq!((a.condition, a.expiry, a.ack), (b.condition, b.expiry, b.ack));
                         prop_assert_eq!(pairs(&argv, a), pairs(&packed_argv, b));
                         prop_assert_eq!(b.pairs.clone(), 2..packed_argv.len());
-                        prop_assert_eq!(syntax.pair_range(&views(&packed_argv)), Some(b.pairs.clone()));
                     }
                     _ => prop_assert_eq!(original, repacked),
                 }

@@ -3,20 +3,12 @@
 //! packed into one argument (for servers that read keys from key
 //! specifications only), and what COMMAND DOCS says about it.
 
-use std::ops::Range;
-
 use super::options::{
     expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{ARITY, CONDITION, DATA};
 use super::{numkeys, packed, Packing};
 use crate::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
-
-/// Where the pairs are: after the options and the time (`None`: the call's
-/// shape is invalid).
-pub(super) fn pair_range<A: AsRef<[u8]>>(argv: &[A]) -> Option<Range<usize>> {
-    layout(argv).ok().map(|layout| layout.first_key..argv.len())
-}
 
 /// What the TTL form's leading options say, and where its time and keys are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +52,23 @@ fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     let time = argv.get(1 + count).map(AsRef::as_ref);
     let first_key = 2 + count;
     let (condition, unit) = options?;
+    // KEEPTTL is the numkeys form's: where the time goes, say so.
+    if time.is_some_and(|time| Keyword::parse(time) == Some(Keyword::KeepTtl)) {
+        return Err(ParseError::KeepTtl);
+    }
     let pairs = argv.len().saturating_sub(first_key);
     let Some(time) = time.filter(|_| pairs >= 2 && pairs.is_multiple_of(2)) else {
-        return Err(ParseError::WrongArity);
+        // An option after the time: the pairs cannot be whole; say where
+        // options go.
+        let option_after = argv
+            .iter()
+            .skip(first_key)
+            .any(|arg| Keyword::parse(arg.as_ref()).is_some());
+        return Err(if option_after {
+            ParseError::OptionsFirst
+        } else {
+            ParseError::WrongArity
+        });
     };
     Ok(TtlLayout {
         condition,

@@ -1,7 +1,8 @@
-//! The README's redis-rs examples are this repository's examples/redis_rs.rs
-//! (the TTL form) and examples/typed_client.rs (the typed `mset_ex`, served
-//! by the NUMKEYS form), compiled by `cargo test` and run here against a
-//! live server.
+//! The client examples: examples/redis_rs.rs (the TTL form) and
+//! examples/typed_client.rs (redis-rs's typed `mset_ex`, served by the
+//! NUMKEYS form), compiled by `cargo test`, and examples/redis_py.py
+//! (redis-py), all run here against a live server; the README shows
+//! redis_py.py and redis_rs.rs verbatim.
 
 use msetex_harness::*;
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ fn example_binary(name: &str) -> PathBuf {
 #[test]
 fn readme_shows_the_examples_verbatim() {
     let readme = manifest_file("README.md");
-    for file in ["examples/redis_rs.rs", "examples/typed_client.rs"] {
+    for file in ["examples/redis_rs.rs", "examples/redis_py.py"] {
         let example = manifest_file(file);
         let body = example
             .split_once("\n\n")
@@ -100,5 +101,41 @@ fn the_redis_rs_example_runs() {
     }
     let server = Server::start();
     let stdout = run_example("redis_rs", &server);
+    assert_the_examples_writes(&server, &stdout);
+}
+
+/// A Python 3 that has redis-py: `python3`, or Debian's own (`make deps`
+/// installs python3-redis for it).
+fn python_with_redis() -> Option<&'static str> {
+    ["python3", "/usr/bin/python3"].into_iter().find(|python| {
+        Command::new(python)
+            .args(["-c", "import redis"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    })
+}
+
+#[test]
+fn the_redis_py_example_runs() {
+    let python = python_with_redis();
+    if skip_unless(
+        python.is_some() && !target().has_builtin_msetex(),
+        "needs redis-py (make deps installs python3-redis), and MSETEX as the module's default \
+         name, which the server's own command takes on Redis 8.4+ / Valkey 9.1+",
+    ) {
+        return;
+    }
+    let server = Server::start();
+    let output = Command::new(python.unwrap_or("python3"))
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/redis_py.py"))
+        .arg(server.url())
+        .output()
+        .expect("run the example");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_the_examples_writes(&server, &stdout);
 }

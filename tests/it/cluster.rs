@@ -46,6 +46,30 @@ fn getkeys_lists_every_key_for_clients_that_route() {
     assert_eq!(keys, ["{t}a", "{t}b", "{t}c"]);
 }
 
+/// A typed client's numkeys call sent to the TTL form: cluster clients
+/// (redis-py) ask COMMAND GETKEYS before they send a call, and get the
+/// refusal the call itself would get, not keys read from its numkeys shape.
+#[test]
+fn getkeys_of_a_numkeys_shaped_call_answers_its_refusal() {
+    let server = single_node_cluster();
+    let mut con = server.client();
+    let name = target().command_name();
+    let getkeys = [
+        "COMMAND", "GETKEYS", name, "2", "{u}c", "1", "{u}d", "2", "EX", "60",
+    ];
+    let refused = error_text(&raw_command(&getkeys).query::<Value>(&mut con).unwrap_err());
+    // (Older servers add ", with args beginning with: " to the text.)
+    let expected = format!(
+        "ERR unknown command '{name} takes the TTL first; this call has the numkeys form: load \
+         the module with SYNTAX NUMKEYS'"
+    );
+    assert!(refused.starts_with(&expected), "{refused}");
+    // And the call itself.
+    let call = &getkeys[2..];
+    let own = error_text(&raw_command(call).query::<Value>(&mut con).unwrap_err());
+    assert!(own.contains("takes the TTL first"), "{own}");
+}
+
 /// Reads `keys` from a replica in cluster mode (READONLY connection).
 fn on_replica(server: &Server, keys: &[&[u8]]) -> Vec<(Option<Vec<u8>>, Deadline)> {
     let mut con = server.client();

@@ -44,6 +44,29 @@ fn wrong_number_of_arguments() {
 }
 
 #[test]
+fn misplaced_options_say_where_they_go() {
+    let server = Server::start();
+    let mut con = populated(&server);
+    let name = target().command_name();
+    let first = format!(
+        "ERR the options of {name} come first: {name} [NX|XX] [EX|PX|EXAT|PXAT] time key value \
+         [key value ...]"
+    );
+    for args in [
+        &["MSETEX", "60", "k", "v", "NX"][..],
+        &["MSETEX", "60", "k", "v", "k2", "v2", "PX"],
+    ] {
+        assert_refused(&mut con, args, &first);
+    }
+    let keepttl = format!(
+        "ERR KEEPTTL exists only in the numkeys form (load the module with SYNTAX NUMKEYS); \
+         {name} takes {name} [NX|XX] [EX|PX|EXAT|PXAT] time key value [key value ...]"
+    );
+    assert_refused(&mut con, &["MSETEX", "KEEPTTL", "60", "k", "v"], &keepttl);
+    assert_refused(&mut con, &["MSETEX", "NX", "KEEPTTL", "k", "v"], &keepttl);
+}
+
+#[test]
 fn seconds_not_an_integer() {
     let server = Server::start();
     let mut con = populated(&server);

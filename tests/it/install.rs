@@ -22,6 +22,23 @@ fn make(args: &[&str]) -> String {
 }
 
 #[test]
+fn make_help_lists_targets_and_variables_with_their_values() {
+    let help = make(&["help"]);
+    assert!(!help.contains("$("), "unexpanded variables:\n{help}");
+    for line in [
+        "make test ",
+        "make run ",
+        "PORT=6379",
+        "MODULEDIR=/usr/lib/redis/modules",
+        "DESTDIR=",
+        "DEBDIR=target/deb",
+        "PREFIX=/usr",
+    ] {
+        assert!(help.contains(line), "{line}:\n{help}");
+    }
+}
+
+#[test]
 fn install_and_uninstall_into_destdir() {
     let root = TempDir::new("install");
     let destdir = format!("DESTDIR={}", root.path().display());
@@ -168,12 +185,26 @@ fn the_debian_package_installs_the_module_for_redis_and_valkey() {
     for doc in [
         "README.md",
         "copyright",
+        "changelog.gz",
         "examples/redis.conf",
         "examples/valkey.conf",
     ] {
         entry(&format!("usr/share/doc/msetex/{doc}"));
     }
     assert!(!listing.contains(" ./etc"), "{listing}");
+    assert!(info.contains(" md5sums"), "{info}");
+    assert!(!field("Description").starts_with("msetex"), "{info}");
+    // Debian's own check of the package: no error.
+    if Command::new("lintian").arg("--version").output().is_ok() {
+        let report = Command::new("lintian")
+            .args(["--no-tag-display-limit", &deb_path])
+            .output()
+            .expect("lintian");
+        let report = String::from_utf8_lossy(&report.stdout).into_owned();
+        let errors: Vec<&str> = report.lines().filter(|l| l.starts_with("E:")).collect();
+        assert!(errors.is_empty(), "lintian:\n{report}");
+        record_result("lintian on the .deb", "0 errors");
+    }
 
     // Unpacked: the docs are this repository's, the samples only comment.
     let root = TempDir::new("deb-root");

@@ -295,7 +295,8 @@ fn option_errors() {
         ),
         (
             &["MSETEX", "KEEPTTL", "k", "v"],
-            "ERR value is not an integer or out of range",
+            "ERR KEEPTTL exists only in the numkeys form (load the module with SYNTAX NUMKEYS); \
+             msetex takes msetex [NX|XX] [EX|PX|EXAT|PXAT] time key value [key value ...]",
         ),
         (
             &["MSETEX", "PXAT", "0", "k", "v"],
@@ -307,7 +308,8 @@ fn option_errors() {
         ),
     ];
     for (args, expected) in cases {
-        let expected = expected_text(expected);
+        let expected =
+            expected_text(expected).replace(" msetex ", &format!(" {} ", target().command_name()));
         let before = snapshot(&mut con);
         assert_eq!(err(&mut con, args), expected, "{args:?}");
         assert_eq!(snapshot(&mut con), before, "{args:?}");

@@ -91,6 +91,6 @@ fn write_report(bench: &Bench, report: &Report, targets: &Targets) {
         minutes(bench.progress.started.elapsed().as_secs())
     );
     if bench.options.readme != "-" {
-        report.update_readme(&bench.options.readme);
+        report.update_readme(&bench.options.readme, &bench.servers[0].describe());
     }
 }

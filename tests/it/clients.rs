@@ -45,6 +45,47 @@ fn readme_shows_the_examples_verbatim() {
     }
 }
 
+/// The README's first screen: a call within 45 lines, the whole page within
+/// 250, and the redis-cli session it shows is what the server answers.
+#[test]
+fn readme_first_call_is_what_the_server_answers() {
+    if skip_unless(
+        !target().has_builtin_msetex(),
+        "the README's first call uses the default name, the server's own command here",
+    ) {
+        return;
+    }
+    let readme = manifest_file("README.md");
+    let lines: Vec<&str> = readme.lines().collect();
+    assert!(lines.len() <= 250, "README.md has {} lines", lines.len());
+    let first = lines
+        .iter()
+        .position(|line| line.trim_start().starts_with("$ redis-cli MSETEX"))
+        .expect("a redis-cli MSETEX call in README.md");
+    assert!(first < 45, "the first call is at line {}", first + 1);
+    let server = ServerConfig::default().start();
+    let mut con = server.client();
+    let mut calls = 0;
+    let mut at = first;
+    while let Some(line) = lines
+        .get(at)
+        .and_then(|l| l.trim_start().strip_prefix("$ redis-cli "))
+    {
+        let call = line.split('#').next().unwrap_or_default();
+        let args: Vec<&str> = call.split_whitespace().collect();
+        let shown = lines.get(at + 1).map(|l| l.trim()).unwrap_or_default();
+        let answer = match raw_command(&args).query::<Value>(&mut con) {
+            Ok(Value::Okay) => "OK".to_owned(),
+            Ok(Value::Int(n)) => format!("(integer) {n}"),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(answer, shown, "README: {line}");
+        calls += 1;
+        at += 2;
+    }
+    assert!(calls >= 3, "{calls} calls read from the README session");
+}
+
 /// Runs an example against `server`; returns what it printed.
 fn run_example(name: &str, server: &Server) -> String {
     let output = Command::new(example_binary(name))

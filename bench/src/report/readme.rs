@@ -1,4 +1,5 @@
-//! The block of README.md between the bench markers.
+//! The figures of README.md: the block between the bench markers, and the
+//! inline figures `<!--bench:NAME-->...<!--/bench-->` of the "choose" table.
 
 use super::Report;
 use crate::plan::*;
@@ -6,56 +7,52 @@ use msetex_harness::Replicate;
 
 const START: &str = "<!-- bench:start -->";
 const END: &str = "<!-- bench:end -->";
+const INLINE_END: &str = "<!--/bench-->";
 
-/// The README's lines: (label, persistence, REPLICATE mode, values, against).
-const LINES: [(&str, Persistence, Replicate, Values, Variant); 6] = [
+/// The block's rows: (label, persistence, REPLICATE mode, values).
+const LINES: [(&str, Persistence, Replicate, Values); 5] = [
     (
         "no persistence",
         Persistence::None,
         Replicate::Set,
         Values::Small,
-        Variant::Mset,
     ),
     (
-        "integer values, no persistence",
+        "integer values",
         Persistence::None,
         Replicate::Set,
         Values::Integer,
-        Variant::Mset,
     ),
     (
-        "cluster mode, no replica",
+        "cluster mode",
         Persistence::Cluster,
         Replicate::Set,
         Values::Small,
-        Variant::Mset,
     ),
     (
-        "one replica, `REPLICATE SET` (default)",
+        "one replica, `REPLICATE SET`",
         Persistence::Replica,
         Replicate::Set,
         Values::Small,
-        Variant::Mset,
     ),
     (
         "one replica, `REPLICATE MSETEX`",
         Persistence::Replica,
         Replicate::Msetex,
         Values::Small,
-        Variant::Mset,
-    ),
-    (
-        "MSETEX against the usual Lua `SET ... EX` loop",
-        Persistence::None,
-        Replicate::Set,
-        Values::Small,
-        Variant::Lua,
     ),
 ];
 
+/// The inline figures: name, and the setup whose MSETEX costs they give.
+const INLINE: [(&str, Replicate); 2] = [
+    ("replica-set", Replicate::Set),
+    ("replica-msetex", Replicate::Msetex),
+];
+
 impl Report {
-    /// Rewrites the block between the bench markers in README.md.
-    pub fn update_readme(&self, path: &str) {
+    /// Rewrites the block between the bench markers in README.md, and its
+    /// inline figures.
+    pub fn update_readme(&self, path: &str, server: &str) {
         let Ok(readme) = std::fs::read_to_string(path) else {
             eprintln!("{path} not found: not updated");
             return;
@@ -64,27 +61,64 @@ impl Report {
             eprintln!("{path} has no {START} ... {END} block: not updated");
             return;
         };
-        let updated = format!(
+        let mut updated = format!(
             "{}{}{}",
             &readme[..start],
-            self.readme_block(),
+            self.readme_block(server),
             &readme[end + END.len()..]
         );
+        for (name, replicate) in INLINE {
+            let [overwrite, fresh] = self.costs(
+                Persistence::Replica,
+                replicate,
+                Values::Small,
+                Variant::Module,
+            );
+            updated = replace_inline(&updated, name, &format!("{overwrite} / {fresh}"));
+        }
         std::fs::write(path, updated).expect("write README");
-        eprintln!("updated the benchmark block of {path}");
+        eprintln!("updated the benchmark figures of {path}");
+    }
+
+    /// A variant's server time per key as a multiple of MSET's, in the main
+    /// rows of a setup: [overwrite, new keys].
+    fn costs(
+        &self,
+        persistence: Persistence,
+        replicate: Replicate,
+        values: Values,
+        variant: Variant,
+    ) -> [String; 2] {
+        self.main_row(persistence, replicate, values).map(|row| {
+            let ratio = match variant {
+                Variant::Module => self.ratio(row, Variant::Mset),
+                _ => self
+                    .ratios
+                    .get(&(row, variant, Variant::Mset))
+                    .copied()
+                    .unwrap_or(f64::NAN),
+            };
+            format!("{ratio:.2}x")
+        })
     }
 
     /// The block, markers included.
-    fn readme_block(&self) -> String {
+    fn readme_block(&self, server: &str) -> String {
         let table: String = LINES
             .iter()
-            .map(|(label, persistence, replicate, values, den)| {
-                let [overwrite, fresh] = self
-                    .main_row(*persistence, *replicate, *values)
-                    .map(|row| format!("{:.2}x", self.ratio(row, *den)));
-                format!("| {label} | {overwrite} | {fresh} |\n")
+            .map(|(label, persistence, replicate, values)| {
+                let [m_over, m_new] =
+                    self.costs(*persistence, *replicate, *values, Variant::Module);
+                let [s_over, s_new] = self.costs(*persistence, *replicate, *values, Variant::Setex);
+                format!("| {label} | {m_over} | {m_new} | {s_over} | {s_new} |\n")
             })
             .collect();
+        let [lua_over, lua_new] = self.costs(
+            Persistence::None,
+            Replicate::Set,
+            Values::Small,
+            Variant::Lua,
+        );
         let classic = |prefix: &str| {
             self.classic
                 .iter()
@@ -97,17 +131,53 @@ impl Report {
             .find(|(index, _)| *index == 0)
             .map_or(f64::NAN, |(_, call)| call.refresh_ratio);
         format!(
-            "{START}\nFrom the last `make bench` ([docs/BENCHMARKS.md](docs/BENCHMARKS.md): \
-             every server, every row); server time per key against MSET, which sets no TTL, \
-             in the same run (100 keys per call, 32-byte values, 20 clients; keys that \
-             already hold TTLs / new keys):\n\n\
-             | | overwrite | new keys |\n| --- | ---: | ---: |\n{table}\n\
-             10,000 keys with a 10 s TTL from one client: {:.3} s with one MSETEX, {:.3} s \
-             with one MSET (no TTL), {:.3} s with one SETEX per key; one call refreshing \
-             10,000 keys costs {refresh:.2}x the server time of one MSET of them.\n{END}",
+            "{START}\nServer time per key as a multiple of MSET's (which sets no TTL) in the \
+             same run; lower is cheaper. {}, 100 keys per call, 32-byte values, 20 clients; \
+             \"TTL keys\": overwriting keys that hold TTLs, as a session store does \
+             ([docs/BENCHMARKS.md](docs/BENCHMARKS.md) has every server and row):\n\n\
+             | | MSETEX, TTL keys | MSETEX, new keys | pipelined SETEX, TTL keys | pipelined SETEX, new keys |\n\
+             | --- | ---: | ---: | ---: | ---: |\n{table}\n\
+             The usual Lua `SET ... EX` loop costs {lua_over} / {lua_new}. 10,000 keys with a \
+             10 s TTL from one client: {:.3} s with one MSETEX, {:.3} s with one MSET (no TTL), \
+             {:.3} s with one SETEX per key; one MSETEX refreshing 10,000 keys costs \
+             {refresh:.2}x the server time of one MSET of them.\n{END}",
+            server,
             classic("(d)"),
             classic("(c)"),
             classic("(a)"),
         )
+    }
+}
+
+/// `text` with the figure between `<!--bench:NAME-->` and the next
+/// `<!--/bench-->` replaced by `figure`, wherever it appears.
+fn replace_inline(text: &str, name: &str, figure: &str) -> String {
+    let open = format!("<!--bench:{name}-->");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&open) {
+        let after = &rest[at + open.len()..];
+        let Some(close) = after.find(INLINE_END) else {
+            break;
+        };
+        out.push_str(&rest[..at + open.len()]);
+        out.push_str(figure);
+        out.push_str(INLINE_END);
+        rest = &after[close + INLINE_END.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn inline_figures_are_replaced_everywhere_and_nothing_else() {
+        let text = "a <!--bench:x-->1x<!--/bench--> b <!--bench:y-->2x<!--/bench--> <!--bench:x-->old<!--/bench-->";
+        assert_eq!(
+            super::replace_inline(text, "x", "9x"),
+            "a <!--bench:x-->9x<!--/bench--> b <!--bench:y-->2x<!--/bench--> <!--bench:x-->9x<!--/bench-->"
+        );
+        assert_eq!(super::replace_inline("no marker", "x", "9x"), "no marker");
     }
 }

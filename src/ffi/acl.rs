@@ -8,26 +8,20 @@ use redis_module::raw::{self, RedisModuleString};
 use super::ctx::{Arg, Ctx, OwnedString};
 use super::{API, OK};
 
-/// What the module ACL API says about the calling user and one call.
+/// What the module ACL API says about the calling user and one call: denied for the command
+/// itself, or only for the keys (a selector allows the command, none the keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AclVerdict {
     Allowed,
-    /// No selector allows the command itself.
     DeniedCommand,
-    /// A selector allows the command, none the keys.
     DeniedKey,
 }
 
 impl<'call> Ctx<'call> {
-    /// Whether the calling client's user may run `command` (a server
-    /// command, such as MSET) with `pairs` as its arguments: the command and
-    /// every key it declares, in one selector, as the server checks it
-    /// (Redis 7.0+). A refusal is written to the ACL log as the server's own
-    /// (reason `command` with `logged` as the command, or `key` with the
-    /// first key no selector lets the user write). Clients without a user
-    /// (the replication link, another module's RM_Call) may run anything,
-    /// as for the server. Where the API is missing, or the check cannot be
-    /// made, the answer is a refusal.
+    /// Whether the caller's user may run `command` (e.g. MSET) with `pairs`: the command and every
+    /// key, in one selector, as the server checks (Redis 7.0+). A refusal goes to the ACL log as
+    /// the server's (reason `command` with `logged`, or `key` with the first key the user can't
+    /// write). Clients without a user may run anything; a missing API or failed check is a refusal.
     pub fn may_run(&self, command: &CStr, pairs: &[Arg<'call>], logged: &CStr) -> AclVerdict {
         let api = self.api;
         let (Some(from_name), Some(check), Some(free_user)) = (
@@ -70,7 +64,6 @@ impl<'call> Ctx<'call> {
         verdict
     }
 
-    /// Writes `verdict`, a refusal, to the ACL log as the server would.
     fn log_refusal(
         &self,
         user: *mut raw::RedisModuleUser,
@@ -112,9 +105,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// The name of the calling client's user; `None` for a client without
-    /// one (the replication link, another module's RM_Call) or where the
-    /// API is missing.
+    /// The calling client's user name; `None` without one (replication link, RM_Call) or the API.
     fn caller_name(&self) -> Option<OwnedString> {
         let api = self.api;
         let by_id = api.get_client_user_name_by_id?;
@@ -127,9 +118,8 @@ impl<'call> Ctx<'call> {
         }
         let no_user = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSUP);
         let script = self.flags_raw() & raw::REDISMODULE_CTX_FLAGS_LUA as c_int != 0;
-        // A script's client is not in the client index, but it has the
-        // user of the client that runs the script; an RM_Call client has
-        // none (asking for its user's name would crash 7.0).
+        // A script's client is not in the client index but has the user of the client running the
+        // script; an RM_Call client has none (asking for its user's name would crash 7.0).
         if no_user || !script {
             return None;
         }
@@ -139,8 +129,7 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// What the server's module API offers for checking a user's permission
-/// to run a command (Redis 7.0+).
+/// Whether the module API can check a user's permission to run a command (Redis 7.0+).
 pub fn acl_check_available() -> bool {
     API.get().is_some_and(|api| {
         api.get_current_user_name.is_some()

@@ -1,5 +1,4 @@
-//! Running the server's own commands from the module (`RedisModule_Call`)
-//! and reading their replies.
+//! Running the server's own commands from the module (`RedisModule_Call`) and reading replies.
 
 use std::ffi::{CStr, CString};
 
@@ -12,11 +11,8 @@ use super::Api;
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
-/// Calls `$command` with `$head` (a vector of module strings), the pairs of
-/// `chunk` (a slice of [`FreshPair`]) and `$tail` (a vector) when its length
-/// is one of the listed sizes, each with the argument indexes it passes: the
-/// format is "v", "sb" per pair, "v", so the variadic list must be spelled
-/// out per size.
+/// Calls `$command` with `$head`, the pairs of `chunk` and `$tail` for each listed `chunk` size:
+/// the format "v", "sb" per pair, "v" needs the variadic list spelled out per size.
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
      $( $size:literal => [$($i:literal)+] ),+) => {
@@ -39,25 +35,22 @@ macro_rules! call_fixed {
     };
 }
 
-/// Whether a server command the module runs puts a pair count first (the
-/// built-in MSETEX) or not (MSET, SET).
+/// Whether a server command the module runs takes a pair count first (built-in MSETEX) or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Head {
     None,
     Numkeys,
 }
 
-/// How the values reach the server command: the argument objects as they
-/// are (already in SET's encoding), or fresh copies the command may
-/// re-encode (integers: the server only converts an object it holds alone).
+/// How values reach the server command: the argument objects (already in SET's encoding), or
+/// fresh copies it may re-encode (integers: the server only converts an object it holds alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Values {
     AsTheyAre,
     Fresh,
 }
 
-/// Whether the server command the module runs replicates what it does
-/// itself (`RedisModule_Call`'s `!`), or leaves replication to the module.
+/// Whether the called command replicates itself (`RedisModule_Call`'s `!`) or the module does it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Propagation {
     ByModule,
@@ -65,14 +58,10 @@ pub enum Propagation {
 }
 
 impl<'call> Ctx<'call> {
-    /// Runs the server's own `command [numkeys] key value ... tail...` on
-    /// `flat` (keys and values alternating): MSET, the built-in MSETEX, or
-    /// SET with one pair. It stores each value as SET would (`int`, shared
-    /// integers, embedded strings), fires SET's events and signals each
-    /// key. False if it failed.
-    ///
-    /// With [`Values::Fresh`] the server copies the values' bytes for the
-    /// call (`b` format, in calls of fixed size, at most 64 pairs each).
+    /// Runs the server's own `command [numkeys] key value ... tail...` on `flat` (keys and values
+    /// alternating): MSET, built-in MSETEX, or SET with one pair, storing each value as SET would
+    /// (`int`, shared integers, embedded strings), firing SET's events, signalling each key. False
+    /// if it failed. [`Values::Fresh`]: the server copies the values (`b`, up to 64 pairs a call).
     pub fn call_with_pairs(
         &self,
         command: &CStr,
@@ -93,7 +82,6 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// The pair count, where the command takes one first.
     fn head(&self, head: Head, pairs: usize) -> Option<Vec<OwnedString>> {
         match head {
             Head::Numkeys => Some(vec![self.string_from_i64(pairs as i64)?]),
@@ -119,8 +107,7 @@ impl<'call> Ctx<'call> {
         let mut argv: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
         argv.extend(flat.iter().map(|arg| arg.ptr));
         argv.extend_from_slice(&tail);
-        // SAFETY: format "v" (after an optional "!") takes an array of
-        // module strings and its length; every string is live for the call.
+        // SAFETY: "v" (after an optional "!") takes an array of live module strings and its length.
         let reply = unsafe {
             (self.api.call)(
                 self.raw,
@@ -133,8 +120,7 @@ impl<'call> Ctx<'call> {
         self.reply_is_ok(reply)
     }
 
-    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`
-    /// format: the format string's length is fixed per call).
+    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`: format fixed per size).
     fn call_fresh(
         &self,
         command: &CStr,
@@ -165,9 +151,7 @@ impl<'call> Ctx<'call> {
             let mut head_ptrs: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
             let head_vector = (head_ptrs.as_mut_ptr(), head_ptrs.len());
             let tail_vector = (tail.as_mut_ptr(), tail.len());
-            // SAFETY: every arm passes a vector of live module strings with
-            // its length, then per pair a live module string and a buffer
-            // with its length, then another vector: "v", "sb" per pair, "v".
+            // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
             let reply = unsafe {
                 call_fixed!(self, command.as_ptr(), format.as_ptr(), head_vector, chunk, tail_vector;
                     64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
@@ -198,14 +182,12 @@ impl<'call> Ctx<'call> {
         kind != raw::REDISMODULE_REPLY_ERROR as c_int
     }
 
-    /// Runs a server command through the module API (as the module, with no
-    /// user: nothing is checked against ACLs) and returns its reply.
+    /// Runs a server command as the module (no user: no ACL check) and returns its reply.
     pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<CallValue> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
         let mut ptrs: Vec<*mut RedisModuleString> = strings.iter().map(|s| s.ptr).collect();
-        // SAFETY: format "v" matches an array of live module strings and its
-        // length; the reply is ours until freed below.
+        // SAFETY: "v" matches an array of live module strings and its length; the reply is ours.
         let reply = unsafe {
             (self.api.call)(
                 self.raw,
@@ -236,11 +218,9 @@ pub enum CallValue {
     Nil,
 }
 
-/// Copies a call reply (nested arrays at most 8 deep, as the replies the
-/// module reads are).
+/// Copies a call reply (arrays at most 8 deep, as the replies the module reads are).
 ///
 /// # Safety
-///
 /// `reply` is a live call reply.
 pub(super) unsafe fn call_value(
     api: &Api,
@@ -316,15 +296,13 @@ pub(super) fn config_get(ctx: *mut RedisModuleCtx, api: &Api, name: &CStr) -> Op
 /// The text of a string call reply, copied.
 ///
 /// # Safety
-///
 /// `reply` is NULL or a live call reply.
 pub(super) unsafe fn reply_text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<String> {
     if reply.is_null() {
         return None;
     }
     let mut len = 0usize;
-    // SAFETY: reply is live (caller's contract); the pointer it returns is
-    // owned by the reply, which outlives this copy.
+    // SAFETY: reply is live (caller's contract) and owns the pointer, which outlives this copy.
     let ptr: *const c_char = unsafe { (api.call_reply_string_ptr)(reply, &mut len) };
     if ptr.is_null() {
         return None;

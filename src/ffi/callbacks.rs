@@ -1,7 +1,5 @@
-//! What the server calls: the trampolines it is handed at registration,
-//! each generic over a trait that the module's entry points implement
-//! (`crate::entry`). They build the safe views, call the trait, and never
-//! let a panic cross into the server. ffi calls nothing above it.
+//! What the server calls: trampolines generic over the traits `crate::entry` implements; they
+//! build the safe views and never let a panic cross into the server.
 
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -14,17 +12,13 @@ use super::{log, Api, LogLevel, API, ERR, OK};
 
 /// A command the module registers (see [`super::create_command`]).
 pub trait Command {
-    /// Runs one call and says what to reply.
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
 
-    /// Answers the server's "where are the keys" call, for a command
-    /// registered with the `getkeys-api` flag.
+    /// Answers the server's "where are the keys" call (commands with the `getkeys-api` flag).
     fn declare_keys(_positions: &KeyPositions, _args: &[Arg<'_>]) {}
 }
 
-/// One step of a command filter's rewrite: the `replaced` arguments from
-/// `at` on become `with`. A rewrite is a list of them, applied in order
-/// (so that a later one's positions are those the earlier ones left).
+/// A filter rewrite step: the `replaced` arguments from `at` on become `with`, after earlier steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgsChange {
     pub at: usize,
@@ -34,11 +28,9 @@ pub struct ArgsChange {
 
 /// The command filter and the server events (see [`super::watch`]).
 pub trait Hooks {
-    /// Runs before every command (and the replication stream): whether the
-    /// command named `name` may need rewriting. A few comparisons.
+    /// Whether command `name` may need rewriting; runs before every command: a few comparisons.
     fn filter_wants(name: &[u8]) -> bool;
-    /// The changes to make to a command [`Hooks::filter_wants`] chose
-    /// (none: it runs as sent).
+    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent).
     fn filter(args: &[&[u8]]) -> Vec<ArgsChange>;
     /// A role changed, or a data set is loading.
     fn on_replication_event();
@@ -46,7 +38,6 @@ pub trait Hooks {
     fn on_cron();
 }
 
-/// A value of the module's INFO section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InfoValue {
     Integer(u64),
@@ -59,19 +50,15 @@ pub trait InfoSection {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
 }
 
-/// The module's load and unload, as the server calls them through the
-/// exported `RedisModule_OnLoad` and `RedisModule_OnUnload` (see
-/// [`crate::export_module!`]).
+/// Load and unload, through the exported symbols (see [`crate::export_module!`]).
 pub trait Module {
-    /// MODULE LOAD / `loadmodule`, with the load arguments; the error is
-    /// the log line that says why the module does not load.
+    /// MODULE LOAD / `loadmodule` with its arguments; the error is the log line saying why not.
     fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String>;
     /// MODULE UNLOAD: whether it may go ahead.
     fn may_unload(ctx: &Ctx<'_>) -> bool;
 }
 
-/// `RedisModule_OnLoad`: registers the module with the server (no
-/// allocation before that: the allocator is the server's), then loads it.
+/// Registers the module first (no allocation before: the allocator is the server's), then loads it.
 pub fn on_load<M: Module>(
     ctx: *mut RedisModuleCtx,
     argv: *mut *mut RedisModuleString,
@@ -129,12 +116,10 @@ pub fn on_unload<M: Module>(ctx: *mut RedisModuleCtx) -> c_int {
     }
 }
 
-/// Exports the module's entry points for `$module` (a type implementing
-/// [`Module`]): the two symbols the server looks up in the library.
+/// Exports the two symbols the server looks up in the library, for `$module` (a [`Module`]).
 #[macro_export]
 macro_rules! export_module {
     ($module:ty, $name:expr, $version:expr) => {
-        /// Called by the server on MODULE LOAD.
         #[allow(unsafe_code)]
         #[no_mangle]
         pub extern "C" fn RedisModule_OnLoad(
@@ -145,7 +130,6 @@ macro_rules! export_module {
             $crate::ffi::on_load::<$module>(ctx, argv, argc, $name, $version)
         }
 
-        /// Called by the server on MODULE UNLOAD.
         #[allow(unsafe_code)]
         #[no_mangle]
         pub extern "C" fn RedisModule_OnUnload(
@@ -169,8 +153,7 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     let args = unsafe { call.args(argv, argc) };
     // SAFETY: ctx is the context of this call.
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
-        // The server only wants to know where the keys are (cluster slot,
-        // ACL and COMMAND GETKEYS checks): this context has no client.
+        // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS checks): no client here.
         let positions = KeyPositions {
             raw: ctx,
             api: call.api,
@@ -198,7 +181,6 @@ pub(super) unsafe extern "C" fn server_event<H: Hooks>(
     _subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
-    // A panic must not cross into the server.
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if event.id == raw::REDISMODULE_EVENT_CRON_LOOP {
             H::on_cron();
@@ -215,7 +197,7 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
     let Some(api) = API.get() else {
         return;
     };
-    // A panic must not cross into the server; the command then runs as sent.
+    // On a panic the command runs as sent.
     let _ = catch_unwind(|| {
         // SAFETY: filter is the live filter context of this command.
         let count = unsafe { (api.command_filter_args_count)(filter) };
@@ -243,8 +225,7 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
                 refuse_rewrite(api, filter);
                 return;
             }
-            // SAFETY: filter is live; the positions exist (counted above,
-            // and kept count of through each change).
+            // SAFETY: filter is live; the positions exist (tracked through each change).
             if !unsafe { replace_args(api, filter, change.at, change.replaced, &change.with) } {
                 refuse_rewrite(api, filter);
                 return;
@@ -257,9 +238,7 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
 /// The bytes of argument `pos` of the filtered command.
 ///
 /// # Safety
-///
-/// `filter` is the live filter context and `pos` one of its positions; the
-/// bytes are valid until the filter changes that argument.
+/// `filter` is live and `pos` one of its positions; the bytes last until that argument changes.
 unsafe fn filter_arg<'a>(
     api: &Api,
     filter: *mut raw::RedisModuleCommandFilterCtx,
@@ -280,14 +259,11 @@ unsafe fn filter_arg<'a>(
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
-/// Replaces the `count` arguments from position `at` on with `with`; false
-/// if the server refused a step (it cannot: the positions exist), and the
-/// caller then makes sure the command does not run half rewritten.
+/// Replaces the `count` arguments from `at` on with `with`; false if the server refused a step (it
+/// cannot: the positions exist), so that the caller keeps the command from running half rewritten.
 ///
 /// # Safety
-///
-/// `filter` is the live filter context of a command with at least
-/// `at + count` arguments.
+/// `filter` is the live filter context of a command with at least `at + count` arguments.
 unsafe fn replace_args(
     api: &Api,
     filter: *mut raw::RedisModuleCommandFilterCtx,
@@ -327,15 +303,12 @@ unsafe fn replace_args(
         && (with.len()..count).all(|_| step(with.len(), None, true))
 }
 
-/// A new module string holding `bytes`, for the filter to hand over.
 fn new_string(api: &Api, bytes: &[u8]) -> *mut RedisModuleString {
     // SAFETY: a NULL ctx makes the string the filter's to hand over.
     unsafe { (api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) }
 }
 
-/// A rewrite that failed half way: the command becomes an unknown one,
-/// refused with nothing done, rather than run with some of its arguments
-/// changed.
+/// After a failed rewrite the command becomes an unknown one, refused, rather than half rewritten.
 fn refuse_rewrite(api: &Api, filter: *mut raw::RedisModuleCommandFilterCtx) {
     let refused = new_string(api, b"msetex: the command could not be rewritten");
     if refused.is_null() {
@@ -361,12 +334,9 @@ pub(super) unsafe extern "C" fn info_section<I: InfoSection>(
         // SAFETY: a NULL context reads only server-wide flags.
         let flags = unsafe { (api.get_context_flags)(std::ptr::null_mut()) };
         let aof = flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0;
-        // SAFETY: ctx is the INFO context the server passed in; a NULL name
-        // makes the section the module's own ("msetex").
+        // SAFETY: ctx is the server's INFO context; a NULL name makes the section the module's own.
         unsafe { (api.info_add_section)(ctx, std::ptr::null()) };
-        // The add calls fail only outside an INFO callback or for a field
-        // of no section, neither of which can happen here: nothing to do
-        // with their status.
+        // The add calls fail only outside an INFO callback or for a field of no section: ignored.
         for (name, value) in I::fields(aof) {
             // SAFETY: as above; the strings are NUL-terminated and copied.
             unsafe {
@@ -385,10 +355,8 @@ pub(super) unsafe extern "C" fn info_section<I: InfoSection>(
 }
 
 impl<'call> Ctx<'call> {
-    /// Sends `reply` to the client.
     pub(super) fn reply(&self, reply: Reply) -> c_int {
-        // SAFETY: ctx is the live command context; the texts are NUL-terminated
-        // and copied by the server.
+        // SAFETY: ctx is the live command context; the server copies the NUL-terminated texts.
         unsafe {
             match reply {
                 Reply::Ok => (self.api.reply_with_simple_string)(self.raw, c"OK".as_ptr()),

@@ -1,5 +1,4 @@
-//! One command call: its context, arguments, reply, flags, keyspace
-//! signals and events, and strings the module creates.
+//! One command call: context, arguments, reply, flags, keyspace signals and events, strings.
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
@@ -33,19 +32,15 @@ impl KeyPositions {
     }
 }
 
-/// What a command sends back to its client.
+/// What a command sends back: `+OK`, `:n` or `-<text>` (text starting with a code: `ERR ...`).
 #[derive(Debug)]
 pub enum Reply {
-    /// `+OK`
     Ok,
-    /// `:n`
     Integer(i64),
-    /// `-<text>`; the text starts with the error code, e.g. `ERR ...`.
     Error(CString),
 }
 
-/// The server context of one command call. Not `Send`: it must not leave
-/// the call (and the thread) it was created for.
+/// The server context of one command call; not `Send`: it must not leave its call (and thread).
 pub struct Ctx<'call> {
     pub(super) raw: *mut RedisModuleCtx,
     pub(super) api: &'static Api,
@@ -66,20 +61,17 @@ impl AsRef<[u8]> for Arg<'_> {
 }
 
 impl<'call> Arg<'call> {
-    /// The argument's bytes (binary-safe).
     pub fn bytes(&self) -> &'call [u8] {
         self.bytes
     }
 }
 
-/// Keyspace event classes we fire, as in `notify-keyspace-events`.
+/// Keyspace event classes we fire (`notify-keyspace-events`): `$` string commands (`set`), `g`
+/// generic ones (`expire`, `del`), `o` a value replaced (`overwritten`, Redis 8.2+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventClass {
-    /// `$`: string commands (`set`).
     String,
-    /// `g`: generic commands (`expire`, `del`).
     Generic,
-    /// `o` (Redis 8.2+): a key's value was replaced (`overwritten`).
     Overwritten,
 }
 
@@ -88,20 +80,16 @@ pub enum EventClass {
 pub struct ContextFlags {
     /// The AOF is on (or being turned on).
     pub aof: bool,
-    /// The call came over the replication link.
     pub replicated: bool,
     /// The server is loading (the AOF replays this call).
     pub loading: bool,
-    /// The server is a replica.
     pub replica: bool,
-    /// A child process (RDB or AOF rewrite) runs: key lookups do not touch
-    /// keys meanwhile.
+    /// A child (RDB or AOF rewrite) runs: key lookups do not touch keys meanwhile.
     pub active_child: bool,
 }
 
 impl<'call> Ctx<'call> {
-    /// The context of a command the server is calling back; `None` before
-    /// the module API was looked up (never, once loaded).
+    /// A called-back command's context; `None` before the module API lookup (never once loaded).
     pub(super) fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
         API.get().map(|api| Ctx {
             raw,
@@ -113,9 +101,7 @@ impl<'call> Ctx<'call> {
     /// The arguments of a command call.
     ///
     /// # Safety
-    ///
-    /// `argv` holds `argc` live argument strings that outlive the call (the
-    /// server's argv while the command runs), or is NULL.
+    /// `argv` is NULL or holds `argc` live strings that outlive the call (the server's argv).
     pub(super) unsafe fn args(
         &self,
         argv: *mut *mut RedisModuleString,
@@ -125,17 +111,15 @@ impl<'call> Ctx<'call> {
         if argv.is_null() || argc == 0 {
             return Vec::new();
         }
-        // SAFETY: the caller's contract; Arg borrows them for no longer
-        // than the call.
+        // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
         let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
         raw_args.iter().map(|&ptr| self.arg(ptr)).collect()
     }
 
     pub(super) fn arg(&self, ptr: *mut RedisModuleString) -> Arg<'call> {
         let mut len = 0usize;
-        // SAFETY: ptr is a live argv string; StringPtrLen only reads it and
-        // returns a pointer valid while the string lives (the whole call,
-        // since the server holds argv until we return).
+        // SAFETY: ptr is a live argv string; StringPtrLen only reads it, and its pointer is valid
+        // all call (the server holds argv until we return).
         let data = unsafe { (self.api.string_ptr_len)(ptr, &mut len) };
         let bytes = if data.is_null() || len == 0 {
             &[][..]
@@ -170,9 +154,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Tells WATCH and client-side caching that `key` changed. The module
-    /// turns off the implicit signal on closing a key (see
-    /// [`super::set_module_options`]) so that keys it only looks at stay quiet.
+    /// Tells WATCH and client-side caching that `key` changed (see [`super::set_module_options`]).
     pub fn signal_modified(&self, key: Arg<'call>) {
         // SAFETY: ctx and key are live for the call; always returns OK.
         unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
@@ -185,9 +167,7 @@ impl<'call> Ctx<'call> {
             EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
             EventClass::Overwritten => raw::REDISMODULE_NOTIFY_OVERWRITTEN,
         };
-        // SAFETY: ctx, event (NUL-terminated) and key are live for the call.
-        // The return value only reports a missing client, which a command
-        // context always has.
+        // SAFETY: ctx, event and key are live; the status only flags a missing client (never here).
         unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
     }
 
@@ -207,7 +187,6 @@ impl<'call> Ctx<'call> {
         OwnedString::new(ptr, self.api)
     }
 
-    /// Logs a warning line to the server log.
     pub fn log_warning(&self, message: &str) {
         log(self.raw, LogLevel::Warning, message);
     }
@@ -221,8 +200,7 @@ pub struct OwnedString {
 
 impl OwnedString {
     pub(super) fn new(ptr: *mut RedisModuleString, api: &Api) -> Option<OwnedString> {
-        // `then`, not `then_some`: a value built for nothing would be dropped,
-        // and dropping it frees the pointer.
+        // `then`, not `then_some`: an eagerly built value would be dropped, freeing the pointer.
         (!ptr.is_null()).then(|| OwnedString {
             ptr,
             free: api.free_string,
@@ -232,8 +210,7 @@ impl OwnedString {
 
 impl Drop for OwnedString {
     fn drop(&mut self) {
-        // SAFETY: created with a NULL ctx (or handed to us by the server to
-        // free), so we hold the only reference we must release, exactly once.
+        // SAFETY: created with a NULL ctx (or handed over to free): ours to release, exactly once.
         unsafe { (self.free)(std::ptr::null_mut(), self.ptr) };
     }
 }

@@ -1,5 +1,4 @@
-//! An open key: what it holds, its value buffer, deadline and LFU/LRU
-//! metadata.
+//! An open key: what it holds, its value buffer, deadline and LFU/LRU metadata.
 
 use std::marker::PhantomData;
 
@@ -9,19 +8,15 @@ use redis_module::raw::{self, RedisModuleKey};
 use super::ctx::{Arg, Ctx};
 use super::{sds, Api, OK};
 
-/// What an open key holds.
+/// What an open key holds: nothing, a string of this length, or another type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contents {
-    /// The key does not exist.
     Nothing,
-    /// A string of this length.
     String(usize),
-    /// Another type.
     Other,
 }
 
-/// Whether opening a key counts as an access (LRU/LFU), as a lookup by a
-/// command does.
+/// Whether opening a key counts as an access (LRU/LFU), as a command's lookup does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Touch {
     Yes,
@@ -29,8 +24,7 @@ pub enum Touch {
 }
 
 impl<'call> Ctx<'call> {
-    /// Opens `key` for writing (a write command's lookup: no hit/miss
-    /// statistics, logically expired keys removed). The handle closes on drop.
+    /// Opens `key` for writing as a write command does (no hit/miss stats, expired keys removed).
     pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
         let mut mode = raw::REDISMODULE_READ as c_int | raw::REDISMODULE_WRITE as c_int;
         if touch == Touch::No {
@@ -45,9 +39,8 @@ impl<'call> Ctx<'call> {
         })
     }
 
-    /// Opens `key` only to look at it, with no effect a client could see
-    /// (no access counted, no keyspace hit or miss, no `keymiss` event);
-    /// `None` when it does not exist. Closing it signals nothing.
+    /// Opens `key` only to look at it, with no effect a client could see (no access counted, no
+    /// keyspace hit or miss, no `keymiss` event); `None` if missing. Closing it signals nothing.
     pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
         let mode = raw::REDISMODULE_READ as c_int
             | raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int
@@ -63,8 +56,7 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// A key opened for writing, closed on drop. Closing does not signal the
-/// key as modified: writers call [`Ctx::signal_modified`].
+/// A key opened for writing, closed on drop, silently (writers call [`Ctx::signal_modified`]).
 pub struct Key<'ctx> {
     pub(super) raw: *mut RedisModuleKey,
     pub(super) api: &'static Api,
@@ -79,14 +71,11 @@ impl Key<'_> {
     }
 }
 
-/// An open key, as the write rules use it (`crate::write`); implemented by
-/// [`Key`] and, in the unit tests, by an in-memory store. `A` is a command
-/// argument.
+/// An open key as `crate::write` uses it: [`Key`], or the unit tests' store (`A`: an argument).
 pub trait OpenKey<A> {
     /// What the key holds, with one type lookup.
     fn contents(&self) -> Contents;
-    /// How the string value's buffer is allocated, once made private;
-    /// `None` unless it is a non-empty string of `len` bytes.
+    /// The buffer's allocation, once made private; `None` unless a non-empty string of `len` bytes.
     fn allocation(&mut self, len: usize) -> Option<sds::Allocation>;
     /// Writes `bytes` over the string value of the same length in place.
     fn overwrite(&mut self, bytes: &[u8]) -> bool;
@@ -94,7 +83,7 @@ pub trait OpenKey<A> {
     fn set(&mut self, value: A) -> bool;
     /// The absolute expiry, if the key exists and has one.
     fn deadline(&self) -> Option<i64>;
-    /// Sets the TTL from the server's clock for commands; the deadline.
+    /// Sets the TTL from the server's command time snapshot where it has one, as SET; the deadline.
     fn expire_in(&mut self, ms: i64) -> Option<i64>;
     fn expire_at(&mut self, at: i64) -> bool;
     /// Removes the TTL, as SET without an expiry option does.
@@ -121,13 +110,10 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         }
     }
 
-    /// Read from the sds header (see [`sds`]), after making the value a
-    /// private raw string (copying it if shared or encoded, which changes
-    /// nothing a client sees).
+    /// From the sds header ([`sds`]); making the value private may copy it, which no client sees.
     fn allocation(&mut self, len: usize) -> Option<sds::Allocation> {
         let mut found = 0usize;
-        // SAFETY: raw is an open key handle; DMA in write mode first makes the
-        // value a private raw string.
+        // SAFETY: raw is an open key; DMA in write mode first makes the value a private raw string.
         let dst =
             unsafe { (self.api.string_dma)(self.raw, &mut found, raw::REDISMODULE_WRITE as c_int) };
         if dst.is_null() || found != len || len == 0 {
@@ -137,19 +123,16 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         Some(unsafe { sds::allocation(dst, len) })
     }
 
-    /// Keeps the key's dictionary and TTL entries; false (nothing written)
-    /// unless the value holds exactly as many bytes.
+    /// Keeps the key's dict and TTL entries; false (nothing written) unless the lengths are equal.
     fn overwrite(&mut self, bytes: &[u8]) -> bool {
         let mut len = 0usize;
-        // SAFETY: raw is an open key handle; DMA in write mode makes the
-        // value private (it already is, after `buffer`).
+        // SAFETY: raw is an open key; DMA in write mode keeps the (already private) value private.
         let dst =
             unsafe { (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int) };
         if dst.is_null() || len != bytes.len() || len == 0 {
             return false;
         }
-        // SAFETY: dst points at len writable bytes of the key's private value;
-        // bytes has the same length. copy (memmove) tolerates any overlap.
+        // SAFETY: dst has len writable private bytes, bytes as many; copy (memmove) allows overlap.
         unsafe { std::ptr::copy(bytes.as_ptr(), dst.cast::<u8>(), len) };
         true
     }
@@ -160,8 +143,6 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         unsafe { (self.api.string_set)(self.raw, value.ptr) == OK }
     }
 
-    /// The clock is the server's command time snapshot where it has one,
-    /// as SET's.
     fn expire_in(&mut self, ms: i64) -> Option<i64> {
         // SAFETY: raw is an open write handle on an existing key.
         if unsafe { (self.api.set_expire)(self.raw, ms) } != OK {
@@ -181,8 +162,7 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
     }
 
     fn deadline(&self) -> Option<i64> {
-        // Redis 8.6 reads the value without checking that there is one:
-        // asking about a missing key crashes the server.
+        // Redis 8.6 reads the value unchecked: asking about a missing key crashes the server.
         if self.is_empty() {
             return None;
         }

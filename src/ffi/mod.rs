@@ -1,18 +1,6 @@
-//! The only module with `unsafe`: raw calls into the module API, and the
-//! mechanism only: it imports nothing from the crate above it but the plain
-//! data of `crate::docs`, which imports nothing.
-//!
-//! The rest of the crate sees safe wrappers: [`Ctx`] for one command call
-//! and [`Arg`] for one argv element (`ctx`), [`Key`] for an open key
-//! (`key`), the server's own commands run from the module (`call`), what
-//! goes to replicas and the AOF (`replicate`), the ACL API (`acl`), the
-//! load-time registrations (`register`, which hands the server the plain
-//! COMMAND DOCS data of `crate::docs`),
-//! and the trampolines the server calls, generic over traits the module's
-//! entry points implement (`callbacks`). Module API functions are resolved
-//! once at load time into [`Api`]; a required function the server lacks
-//! makes the load fail with a log line instead of a crash later, and newer
-//! optional ones are `Option`s checked before use.
+//! The only module with `unsafe`: safe wrappers over the module API, mechanism only (importing
+//! nothing from the crate but `crate::docs` data). API functions are resolved once at load into
+//! [`Api`]: a missing required one fails the load with a log line, not a later crash.
 
 use std::ffi::CString;
 
@@ -27,9 +15,7 @@ use redis_module::raw::{
 pub(crate) const OK: c_int = raw::REDISMODULE_OK as c_int;
 pub(crate) const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 
-/// Declares [`Api`] with one field per module API function and the resolver
-/// that copies each pointer out of the crate's bindings: `required` ones
-/// fail the load when missing, `optional` ones (newer servers) are Options.
+/// Declares [`Api`] and its resolver; `optional` functions (newer servers) are `Option`s.
 macro_rules! module_api {
     (
         required { $( $field:ident = $symbol:ident : fn($($arg:ty),*) $(-> $ret:ty)? ;)* }
@@ -44,12 +30,8 @@ macro_rules! module_api {
         }
 
         impl Api {
-            /// Copies the function pointers that `RedisModule_Init` filled in.
-            /// Returns the name of the first required one the server lacks.
             fn resolve() -> Result<Api, &'static str> {
-                // SAFETY: these statics are written once by RedisModule_Init
-                // (run by redis_module! before our init) and only read after,
-                // on the server's main thread; copying an Option<fn> is a plain load.
+                // SAFETY: set once by RedisModule_Init earlier, then only read (main thread).
                 let api = unsafe {
                     Api {
                         $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
@@ -64,8 +46,7 @@ macro_rules! module_api {
     };
 }
 
-// Every required function exists since Redis 6.2.2 (SetAbsExpire and
-// GetAbsExpire are the newest); the optional ones are checked before use.
+// Every required function exists since Redis 6.2.2 (SetAbsExpire, GetAbsExpire the newest).
 module_api! {
     required {
         create_command = RedisModule_CreateCommand: fn(*mut RedisModuleCtx, *const c_char, raw::RedisModuleCmdFunc, *const c_char, c_int, c_int, c_int) -> c_int;
@@ -119,38 +100,32 @@ module_api! {
         get_client_id = RedisModule_GetClientId: fn(*mut RedisModuleCtx) -> libc::c_ulonglong;
     }
     optional {
-        // Redis 7.0+: declares a key with its access flags (for ACLs).
+        // Redis 7.0+: key access flags (ACLs); COMMAND DOCS / INFO data and key specs.
         key_at_pos_with_flags = RedisModule_KeyAtPosWithFlags: fn(*mut RedisModuleCtx, c_int, c_int);
-        // Redis 7.0+: the command handle that COMMAND DOCS data attaches to.
         get_command = RedisModule_GetCommand: fn(*mut RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleCommand;
-        // Redis 7.0+: COMMAND DOCS / COMMAND INFO data and key specs.
         set_command_info = RedisModule_SetCommandInfo: fn(*mut raw::RedisModuleCommand, *const raw::RedisModuleCommandInfo) -> c_int;
         // Redis 7.2+: ACL categories of a module command.
         set_command_acl_categories = RedisModule_SetCommandACLCategories: fn(*mut raw::RedisModuleCommand, *const c_char) -> c_int;
-        // Redis 7.0+: checking a user's permission to run a command.
+        // Redis 7.0+: ACL checks of a user, the ACL log, a client's user by id (NULL if none).
         get_current_user_name = RedisModule_GetCurrentUserName: fn(*mut RedisModuleCtx) -> *mut RedisModuleString;
         get_module_user_from_user_name = RedisModule_GetModuleUserFromUserName: fn(*mut RedisModuleString) -> *mut RedisModuleUser;
         acl_check_command_permissions = RedisModule_ACLCheckCommandPermissions: fn(*mut RedisModuleUser, *mut *mut RedisModuleString, c_int) -> c_int;
         free_module_user = RedisModule_FreeModuleUser: fn(*mut RedisModuleUser);
         acl_add_log_entry = RedisModule_ACLAddLogEntry: fn(*mut RedisModuleCtx, *mut RedisModuleUser, *mut RedisModuleString, raw::RedisModuleACLLogEntryReason);
-        // Redis 7.0+: a client's user by its id (NULL for no user, safely).
         get_client_user_name_by_id = RedisModule_GetClientUserNameById: fn(*mut RedisModuleCtx, u64) -> *mut RedisModuleString;
-        // Redis 7.0+: a key permission of a user.
         acl_check_key_permissions = RedisModule_ACLCheckKeyPermissions: fn(*mut RedisModuleUser, *mut RedisModuleString, c_int) -> c_int;
         // Redis 7.2+ / Valkey: which module options this server knows.
         get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
-        // Redis 8.0+: a server config read directly (whatever rename-command did).
+        // Newer Redis (8.6.3 has it; 8.0.6 and Valkey 9.1.2 do not): a config read directly, whatever
+        // rename-command did.
         config_get_numeric = RedisModule_ConfigGetNumeric: fn(*mut RedisModuleCtx, *const c_char, *mut c_longlong) -> c_int;
     }
 }
 
 pub(crate) static API: OnceLock<Api> = OnceLock::new();
 
-/// A value published once per load and read, without a lock, by every call
-/// and by the command filter that runs before every command: the server
-/// calls back into the module without a pointer of its own, so what the
-/// load decided lives here. Each value set is leaked (a few hundred bytes
-/// per MODULE LOAD), so a reference read stays valid.
+/// A value published once per load and read lock-free by every call and the command filter (the
+/// server passes no pointer of ours); each value is leaked (a few hundred bytes per MODULE LOAD).
 pub struct Slot<T: 'static>(AtomicPtr<T>);
 
 impl<T: 'static> Slot<T> {
@@ -165,8 +140,7 @@ impl<T: 'static> Slot<T> {
 
     pub fn get(&self) -> Option<&'static T> {
         let ptr = self.0.load(Ordering::Acquire);
-        // SAFETY: a non-null pointer came from Box::into_raw in `set` and is
-        // never freed, so it points at a live T for the rest of the process.
+        // SAFETY: a non-null pointer came from Box::into_raw in `set` and is never freed.
         unsafe { ptr.as_ref() }
     }
 }
@@ -178,8 +152,7 @@ pub fn init_api() -> Result<&'static Api, String> {
     }
     let api = Api::resolve()
         .map_err(|missing| format!("this server does not export {missing}, which msetex needs"))?;
-    // A concurrent set cannot happen (module loading is single-threaded);
-    // if it did, the value already stored is equally valid.
+    // Loading is single-threaded; a value already stored would be equally valid.
     let _ = API.set(api);
     API.get()
         .ok_or_else(|| "module API not initialised".to_owned())
@@ -192,8 +165,7 @@ pub enum LogLevel {
     Warning,
 }
 
-/// Writes one line to the server log. Works at load time, before [`init_api`]
-/// has resolved anything, because logging is how a failed load explains itself.
+/// Writes one line to the server log; works before [`init_api`], so a failed load can say why.
 pub fn log(ctx: *mut RedisModuleCtx, level: LogLevel, message: &str) {
     let level = match level {
         LogLevel::Notice => c"notice",
@@ -207,8 +179,7 @@ pub fn log(ctx: *mut RedisModuleCtx, level: LogLevel, message: &str) {
     let Some(log_fn) = (unsafe { raw::RedisModule_Log }) else {
         return;
     };
-    // SAFETY: ctx comes from the server for this load or call; "%s" with one
-    // NUL-terminated string argument matches the printf-style contract.
+    // SAFETY: ctx is the server's; "%s" with one NUL-terminated string fits the printf contract.
     unsafe { log_fn(ctx, level.as_ptr(), c"%s".as_ptr(), text.as_ptr()) };
 }
 

@@ -1,7 +1,4 @@
-//! Load-time registrations: commands, their documentation and key specs,
-//! ACL categories, the changes counter, the INFO section, server events and
-//! the command filter, module options; and what the server says about
-//! itself (INFO fields, configs, commands).
+//! Load-time registrations, and what the server says about itself (INFO fields, configs, commands).
 
 use std::ffi::{CStr, CString};
 
@@ -20,14 +17,10 @@ fn api() -> Result<&'static Api, String> {
         .ok_or_else(|| "module API not initialised".to_owned())
 }
 
-/// Module options: the implicit "modified" signal of RedisModule_CloseKey
-/// off (MSETEX signals the keys it writes itself, and a NX/XX check that
-/// writes nothing must not fail other clients' WATCH) unless keys are
-/// signalled by closing them (`signal_on_close`: then keys only looked at
-/// are opened for reading), and the events the
-/// server asks modules to declare they handle: asynchronous replica loading
-/// (`repl-diskless-load swapdb`) and, on Valkey 9, atomic slot migration.
-/// MSETEX keeps no data of its own, so both are safe.
+/// Module options: CloseKey's implicit "modified" signal off unless `signal_on_close` (MSETEX
+/// signals what it writes; an NX/XX check writing nothing must not fail others' WATCH; with it,
+/// keys only looked at open read-only); and, declared as handled, asynchronous replica loading
+/// (`repl-diskless-load swapdb`) and, on Valkey 9, atomic slot migration: safe, no data kept.
 pub fn set_module_options(
     ctx: *mut RedisModuleCtx,
     atomic_slot_migration: bool,
@@ -39,8 +32,7 @@ pub fn set_module_options(
         options |= raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
     }
     if atomic_slot_migration {
-        // VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION, when the server
-        // says it knows that option.
+        // VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION, if the server knows that option.
         const ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
         // SAFETY: no arguments; returns the option bits the server knows.
         let known = api.get_module_options_all.map_or(0, |all| unsafe { all() });
@@ -53,8 +45,7 @@ pub fn set_module_options(
     Ok(())
 }
 
-/// Registers `name`, run by `C`, with the given flags and legacy key
-/// positions.
+/// Registers `name`, run by `C`, with the given flags and legacy key positions.
 pub fn create_command<C: Command>(
     ctx: *mut RedisModuleCtx,
     name: &CStr,
@@ -72,8 +63,7 @@ fn register(
     entry: raw::RedisModuleCmdFunc,
 ) -> Result<(), String> {
     let api = api()?;
-    // SAFETY: ctx is the load context; name and flags are NUL-terminated and
-    // copied by the server; the entries have the RedisModuleCmdFunc signature.
+    // SAFETY: ctx is the load context; the server copies name and flags; entry is a CmdFunc.
     let status = unsafe {
         (api.create_command)(
             ctx,
@@ -95,10 +85,8 @@ fn register(
     }
 }
 
-/// Subscribes `H` to the server events (a role change, a load, the cron
-/// tick) and makes it the command filter, which sees every command but the
-/// module's own calls. Returns false if the server cannot deliver one of
-/// them.
+/// Subscribes `H` to server events (role change, loading, cron) and makes it the command filter
+/// (every command but the module's own calls); false if the server cannot deliver one of them.
 pub fn watch<H: Hooks>(ctx: *mut RedisModuleCtx) -> bool {
     let Some(api) = API.get() else {
         return false;
@@ -111,12 +99,10 @@ pub fn watch<H: Hooks>(ctx: *mut RedisModuleCtx) -> bool {
     .into_iter()
     .all(|id| {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
-        // SAFETY: ctx is the load context; server_event matches
-        // RedisModuleEventCallback and lives as long as the module.
+        // SAFETY: ctx is the load context; server_event is a static RedisModuleEventCallback.
         unsafe { (api.subscribe_to_server_event)(ctx, event, Some(server_event::<H>)) == OK }
     });
-    // SAFETY: ctx is the load context; command_filter matches
-    // RedisModuleCommandFilterFunc and lives as long as the module.
+    // SAFETY: ctx is the load context; command_filter is a static RedisModuleCommandFilterFunc.
     let filter = unsafe {
         (api.register_command_filter)(
             ctx,
@@ -127,8 +113,7 @@ pub fn watch<H: Hooks>(ctx: *mut RedisModuleCtx) -> bool {
     events && !filter.is_null()
 }
 
-/// Registers `I` as the module's INFO section (replacing the redis-module
-/// crate's default handler, which has nothing to report for this module).
+/// Registers `I` as the INFO section, replacing the redis-module crate's default (empty here).
 pub fn register_info<I: InfoSection>(ctx: *mut RedisModuleCtx) -> Result<(), String> {
     let api = api()?;
     // SAFETY: ctx is the load context; info_section matches RedisModuleInfoFunc.
@@ -140,8 +125,7 @@ pub fn register_info<I: InfoSection>(ctx: *mut RedisModuleCtx) -> Result<(), Str
     }
 }
 
-/// Reads `fields` of the INFO section `section`; missing fields are absent
-/// from the result.
+/// Reads `fields` of the INFO section `section`; missing fields are left out.
 pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'static str, String)> {
     let Some(api) = API.get() else {
         return Vec::new();
@@ -155,8 +139,7 @@ pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'sta
         .iter()
         .filter_map(|field| {
             let name = CString::new(*field).ok()?;
-            // SAFETY: data is live until freed below; the returned C string
-            // is owned by data and copied before that.
+            // SAFETY: data is live until freed below; its returned C string is copied before that.
             let value = unsafe { (api.server_info_get_field_c)(data, name.as_ptr()) };
             (!value.is_null()).then(|| {
                 // SAFETY: non-null, NUL-terminated, owned by data (still live).
@@ -170,15 +153,13 @@ pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'sta
     found
 }
 
-/// A numeric server config at load time: read directly where the server
-/// offers that (Redis 8.0+), else with `CONFIG GET`; `None` when neither
-/// works (CONFIG renamed away on an older server).
+/// A numeric config at load: read directly where the server can (Redis 8.6.3), else by `CONFIG
+/// GET`; None when neither works (CONFIG renamed away).
 pub fn config_number(ctx: *mut RedisModuleCtx, name: &CStr) -> Option<i64> {
     let api = API.get()?;
     if let Some(get_numeric) = api.config_get_numeric {
         let mut value: libc::c_longlong = 0;
-        // SAFETY: ctx is the load context; name is NUL-terminated; value is
-        // a valid out pointer.
+        // SAFETY: ctx is the load context; name is NUL-terminated; value is a valid out pointer.
         if unsafe { get_numeric(ctx, name.as_ptr(), &mut value) } == OK {
             return Some(value);
         }
@@ -196,11 +177,8 @@ pub fn cluster_enabled(ctx: *mut RedisModuleCtx) -> bool {
     flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
 }
 
-/// True when the server runs `name` under that name (`rename-command` can
-/// take a command away): `RedisModule_Call` without arguments, which the
-/// server refuses with EINVAL (wrong arity) before running anything when
-/// the command is there, and with ENOENT when it is not. Anything else
-/// counts as not there.
+/// Whether the server runs `name` under that name (not renamed away): a bare `RedisModule_Call`
+/// fails with EINVAL (arity) before running it if it is there; ENOENT or other: not there.
 pub fn command_callable(ctx: *mut RedisModuleCtx, name: &CStr) -> bool {
     let Some(api) = API.get() else {
         return false;
@@ -216,10 +194,8 @@ pub fn command_callable(ctx: *mut RedisModuleCtx, name: &CStr) -> bool {
     std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
 }
 
-/// Whether `name` is the original name of a server command, renamed away
-/// or not (`ACL CAT` lists them by those names, the only place that does):
-/// `RedisModule_CreateCommand` under such a name crashes the server.
-/// `None` where ACL CAT cannot be read.
+/// Whether `name` is a server command's original name, renamed or not (only `ACL CAT` lists those):
+/// `RedisModule_CreateCommand` under one crashes the server. `None` where ACL CAT can't be read.
 pub fn original_command_name(ctx: *mut RedisModuleCtx, name: &str) -> Option<bool> {
     let ctx = Ctx::of(ctx)?;
     let CallValue::Array(categories) = ctx.call(c"ACL", &[b"CAT"])? else {
@@ -242,16 +218,14 @@ pub fn original_command_name(ctx: *mut RedisModuleCtx, name: &str) -> Option<boo
     Some(false)
 }
 
-/// What happened to an optional registration.
+/// What happened to an optional registration: `Unsupported` when the API function is missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Optional {
     Done,
-    /// The server is too old for it (the API function is missing).
     Unsupported,
 }
 
-/// Attaches COMMAND DOCS / COMMAND INFO data (summary, complexity, since,
-/// arity, key specification, argument tree) to the command `name`.
+/// Attaches COMMAND DOCS / INFO data (summary, complexity, since, arity, key spec, args) to `name`.
 pub fn set_command_info(
     ctx: *mut RedisModuleCtx,
     name: &CStr,
@@ -266,8 +240,7 @@ pub fn set_command_info(
     if command.is_null() {
         return Err("RedisModule_GetCommand found no such command".to_owned());
     }
-    // Every array the server reads lives in `arena` until the call returns;
-    // the server copies what it keeps.
+    // The arrays the server reads live in `arena` until the call returns; it copies what it keeps.
     let mut arena: Vec<Vec<raw::RedisModuleCommandArg>> = Vec::new();
     let args = command_args(docs.args, &mut arena);
     let mut key_specs = [key_spec(docs.key_spec, docs.key_notes), key_spec_end()];
@@ -288,8 +261,7 @@ pub fn set_command_info(
         key_specs: key_specs.as_mut_ptr(),
         args,
     };
-    // SAFETY: command is live; command_info and everything it points to
-    // (arena, key_specs, version, static strings) outlive this call.
+    // SAFETY: command is live; command_info and all it points to outlive this call.
     let status = unsafe { set_info(command, &command_info) };
     if status == OK {
         Ok(Optional::Done)
@@ -298,8 +270,7 @@ pub fn set_command_info(
     }
 }
 
-/// Builds a NULL-terminated C array of `args` (recursively), stored in
-/// `arena`, and returns a pointer to it.
+/// Builds the NULL-terminated C array of `args` (recursively) in `arena`; returns a pointer to it.
 fn command_args(
     args: &[docs::Arg],
     arena: &mut Vec<Vec<raw::RedisModuleCommandArg>>,

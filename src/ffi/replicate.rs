@@ -1,5 +1,4 @@
-//! What goes to replicas and the AOF: commands queued with
-//! `RedisModule_Replicate`, and changes counted for RDB save points.
+//! What goes to replicas and the AOF (`RedisModule_Replicate`); changes counted for RDB saves.
 
 use std::ffi::CStr;
 
@@ -10,10 +9,8 @@ use super::ctx::{Arg, Ctx, OwnedString};
 use super::OK;
 
 impl<'call> Ctx<'call> {
-    /// Queues `SET key value <tail...>` for replicas and the AOF. The server
-    /// wraps several of them from one call in MULTI/EXEC.
-    /// `tail` is what follows the value (`PXAT ms`, `KEEPTTL` or nothing):
-    /// at most two strings, passed without allocating (once per key).
+    /// Queues `SET key value <tail...>` for replicas and the AOF (several per call: MULTI/EXEC);
+    /// `tail` (`PXAT ms`, `KEEPTTL` or nothing) is at most two strings, passed without allocating.
     pub fn replicate_set(&self, key: Arg<'call>, value: Arg<'call>, tail: &[OwnedString]) -> bool {
         let mut ptrs = [std::ptr::null_mut::<RedisModuleString>(); 2];
         if tail.len() > ptrs.len() {
@@ -23,9 +20,7 @@ impl<'call> Ctx<'call> {
             *slot = string.ptr;
         }
         let len = tail.len();
-        // SAFETY: format "ssv" matches two live module strings and an array
-        // of live module strings with its length; the server takes its own
-        // references.
+        // SAFETY: "ssv": two live strings, an array of them and its length; the server refs them.
         let status = unsafe {
             (self.api.replicate)(
                 self.raw,
@@ -40,8 +35,7 @@ impl<'call> Ctx<'call> {
         status == OK
     }
 
-    /// Queues `name head... pairs... tail...` for replicas and the AOF (and a
-    /// running slot migration): one command, the arguments passed as they are.
+    /// Queues `name head... pairs... tail...` for replicas, the AOF and a running slot migration.
     pub fn replicate_command(
         &self,
         name: &CStr,
@@ -54,8 +48,7 @@ impl<'call> Ctx<'call> {
         argv.extend(head.iter().map(|s| s.ptr));
         argv.extend(pairs.iter().map(|a| a.ptr));
         argv.extend(tail.iter().map(|s| s.ptr));
-        // SAFETY: format "v" matches an array of live module strings and its
-        // length; the server takes its own references.
+        // SAFETY: "v": an array of live module strings and its length; the server refs them.
         let status = unsafe {
             (self.api.replicate)(
                 self.raw,
@@ -68,18 +61,15 @@ impl<'call> Ctx<'call> {
         status == OK
     }
 
-    /// Counts one change for RDB save points (`server.dirty`) by queueing
-    /// the call itself (`RedisModule_ReplicateVerbatim`): only where nothing
-    /// receives it (nobody listens, or a command run without replication),
-    /// so that the server drops it before it reaches any stream.
+    /// Counts a change for RDB saves (`server.dirty`) via `RedisModule_ReplicateVerbatim` where
+    /// nothing receives it (no listener, or a call without replication), so the server drops it.
     pub fn count_change(&self) {
         // SAFETY: ctx is the live command context. Always returns OK.
         unsafe { (self.api.replicate_verbatim)(self.raw) };
     }
 
-    /// Runs the module's own command `counter` with the one argument `n`,
-    /// without replication (the server drops what it queues): how changes
-    /// are counted for RDB save points whoever listens.
+    /// Runs the module's own command `counter` with argument `n`, without replication (the server
+    /// drops what it queues): how changes are counted for RDB save points whoever listens.
     pub fn call_without_replication(&self, counter: &CStr, n: usize) -> bool {
         // SAFETY: format "l" matches one long long; counter is a C string.
         let reply =

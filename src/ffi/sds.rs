@@ -1,25 +1,15 @@
-//! How much memory a key's string value holds, read from the header of the
-//! buffer `RedisModule_StringDMA` returns.
-//!
-//! The module API gives a string's length but not its allocation, and an
-//! in-place write keeps whatever allocation the old value had: after APPEND
-//! that can be twice the length. SET never keeps such spare room (its value
-//! is a new, exactly sized object), so before writing in place the module
-//! checks the allocation. The buffer is an sds string in every server this
-//! module supports (Redis 3.2 to 8.x, Valkey): its header sits right before
-//! the bytes, ending with a flags byte whose low 3 bits give the header type.
-//! Only the two types a value below 64 KiB can have are read (plus the
-//! 1-byte type, which has no spare room), and only when the length stored in
-//! the header equals the length the module API reported; anything else is
-//! "unknown", and the caller lets the server's own MSET write the key.
+//! A string value's allocation, which the module API does not give, read from the sds header
+//! before the `RedisModule_StringDMA` buffer: an in-place write keeps the old allocation (up to
+//! twice the length after APPEND) where SET makes an exact one. Every supported server (Redis 3.2
+//! to 8.x, Valkey) uses sds; only types 5, 8 and 16 (values below 64 KiB) are read, and only when
+//! the header's length matches: else `Unknown`, and the server's own MSET writes the key.
 
 use libc::c_char;
 
 /// What an sds header says about its allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocation {
-    /// A 1-byte header (strings below 32 bytes): allocated exactly, with no
-    /// room to grow in place.
+    /// A 1-byte header (strings below 32 bytes): allocated exactly, no room to grow in place.
     Exact,
     /// Header bytes and the usable capacity the header records.
     Capacity { header: usize, capacity: usize },
@@ -30,17 +20,13 @@ pub enum Allocation {
 /// Reads the sds header before `buf`, a string of `len` bytes.
 ///
 /// # Safety
-///
-/// `buf` must be the pointer `RedisModule_StringDMA` returned for a string
-/// value of `len` bytes, still live (the key open, the value unchanged).
+/// `buf` is the live `RedisModule_StringDMA` buffer of a `len`-byte value (key open, unchanged).
 pub unsafe fn allocation(buf: *const c_char, len: usize) -> Allocation {
     let buf = buf.cast::<u8>();
-    // SAFETY: every sds header, whatever its type, ends with one flags byte
-    // immediately before the buffer; the caller guarantees buf is an sds.
+    // SAFETY: every sds header ends with a flags byte just before buf, and buf is an sds (caller).
     let flags = unsafe { *buf.sub(1) };
     match flags & 7 {
-        // SDS_TYPE_5: the length lives in the flags byte, there is no
-        // capacity field and nothing to spare.
+        // SDS_TYPE_5: the length is in the flags byte; no capacity field, nothing to spare.
         0 if usize::from(flags >> 3) == len => Allocation::Exact,
         // SDS_TYPE_8: { u8 len; u8 alloc; u8 flags }.
         1 => {
@@ -50,8 +36,7 @@ pub unsafe fn allocation(buf: *const c_char, len: usize) -> Allocation {
         }
         // SDS_TYPE_16: { u16 len; u16 alloc; u8 flags }, packed.
         2 => {
-            // SAFETY: a type-16 header is 5 bytes, all before buf; the
-            // fields are packed, hence the unaligned reads.
+            // SAFETY: a type-16 header is 5 bytes, all before buf; packed, hence unaligned reads.
             let (stored_len, alloc) = unsafe {
                 (
                     buf.sub(5).cast::<u16>().read_unaligned(),

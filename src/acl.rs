@@ -1,42 +1,28 @@
-//! ACL: what decides whether a user may run MSETEX on each server, and when
-//! MODULE UNLOAD may go ahead. The module asks the server; it never changes
-//! a user's rules.
-//!
-//! - Redis 7.2+ and Valkey: the server's own check before MSETEX, with its
-//!   ACL categories (`@write @string @slow`) and its key specifications.
-//! - Redis 7.0 gives module commands no categories: the server's own check
-//!   (a rule by name, or `+@all`), then, before any write, the server is
-//!   asked whether the user may run `MSET` with exactly the call's keys
-//!   (`RedisModule_ACLCheckCommandPermissions`): MSET has MSETEX's 7.2
-//!   categories, needs write access to every key, and is decided per
-//!   selector with all keys in one selector, as 7.2 decides a multi-key
-//!   command ([`AclCheck::AlsoMset`]).
-//! - Redis 6.2 has no module API that checks a permission: rules by name.
-//!
-//! MODULE UNLOAD while ACL rules name one of the module's commands crashes
-//! Redis 6.2 to 8.6 and Valkey 7.2 to 8.1 (7.2+: the server re-applies each
-//! rule and asserts on the missing command; 6.2 and 7.0: the next `ACL
-//! LIST` finds a permission bit no rule describes). Valkey 9.1 refuses such
-//! an unload itself. Elsewhere the module refuses it, from the rules the
-//! server describes ([`rule_naming`] over `ACL LIST`).
+//! ACL: how each server decides whether a user may run MSETEX ([`AclCheck`]), and when MODULE
+//! UNLOAD may go ahead. The module asks the server; it never changes a user's rules. MODULE UNLOAD
+//! while ACL rules name a module command crashes Redis 6.2 - 8.6 and Valkey 7.2 - 8.1 (7.2+: the
+//! server re-applies each rule and asserts on the missing command; 6.2, 7.0: the next `ACL LIST`
+//! finds a permission bit no rule describes). Valkey 9.1 refuses it itself; elsewhere the module
+//! does, from the rules `ACL LIST` shows ([`rule_naming`]).
 
 use std::ffi::CStr;
 
 /// How a user's right to write is checked before MSETEX runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AclCheck {
-    /// The server checks MSETEX's ACL categories (Redis 7.2+, Valkey).
+    /// Redis 7.2+, Valkey: the server checks the categories (`@write @string @slow`) and key specs.
     ByServer,
-    /// Redis 7.0: the server's check by name, and MSET's permission on the
-    /// call's keys.
+    /// Redis 7.0 (no categories for module commands): the server's check by name (or `+@all`),
+    /// then, before any write, `RedisModule_ACLCheckCommandPermissions` for MSET on exactly the
+    /// call's keys: MSET has MSETEX's 7.2 categories, needs write access to every key, and is
+    /// decided per selector with all keys in one, as 7.2 decides a multi-key command.
     AlsoMset,
-    /// Redis 6.2: rules by command name only.
+    /// Redis 6.2 (no module API checks a permission): rules by command name only.
     ByName,
 }
 
 impl AclCheck {
-    /// From what the server did with MSETEX's ACL categories and whether it
-    /// can check a command permission for a module.
+    /// From whether the server took MSETEX's ACL categories and can check a module's permission.
     pub fn decide(categories_set: bool, permission_check: bool) -> AclCheck {
         match (categories_set, permission_check) {
             (true, _) => AclCheck::ByServer,
@@ -54,8 +40,7 @@ impl AclCheck {
         }
     }
 
-    /// What the log says at load time, where the server gives MSETEX no
-    /// categories.
+    /// What the log says at load where the server gives MSETEX no categories.
     pub fn load_note(self, name: &str) -> Option<String> {
         match self {
             AclCheck::ByServer => None,
@@ -71,9 +56,8 @@ impl AclCheck {
     }
 }
 
-/// The first rule of `acl_list` (the lines of `ACL LIST`) that names one of
-/// `names` (the module's commands), as (user, rule): `+name`, `-name` or
-/// `±name|arg`, in any case, at the top level or in a selector.
+/// The first rule in `acl_list` (`ACL LIST` lines) naming one of `names`, as (user, rule):
+/// `+name`, `-name` or `±name|arg`, any case, at the top level or in a selector.
 pub fn rule_naming(acl_list: &[Vec<u8>], names: &[&[u8]]) -> Option<(String, String)> {
     acl_list.iter().find_map(|line| {
         let mut words = line
@@ -86,8 +70,7 @@ pub fn rule_naming(acl_list: &[Vec<u8>], names: &[&[u8]]) -> Option<(String, Str
     })
 }
 
-/// True when the rule `word` (perhaps opening or closing a selector) grants
-/// or denies one of `names`.
+/// Whether rule `word` (perhaps opening or closing a selector) grants or denies one of `names`.
 fn names_one(word: &[u8], names: &[&[u8]]) -> bool {
     let word = word.strip_prefix(b"(").unwrap_or(word);
     let word = word.strip_suffix(b")").unwrap_or(word);

@@ -1,11 +1,7 @@
-//! MSETEX itself: validate the whole call, check that the server learned its
-//! keys and that the user may write, check NX/XX against every key, then
-//! write every key (`write`), replicating as it goes (`replication`).
-//!
-//! Atomicity comes from the server running one command at a time. Every
-//! check that can refuse a call runs before the first write: a refusal
-//! ([`Refusal`]) means nothing was written. Once writing has begun the only
-//! error is an [`Abort`] (`ERR msetex failed to <step>`, see `outcome`).
+//! MSETEX itself: validate the whole call, check the server learned its keys and the user may
+//! write, check NX/XX against every key, then write every key (`write`), replicating as it goes
+//! (`replication`). Atomic as the server runs one command at a time; every check that can refuse
+//! ([`Refusal`]) runs before the first write, after which the only error is an [`Abort`].
 
 use std::ffi::CString;
 
@@ -24,10 +20,8 @@ pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| run(ctx, module, args))
 }
 
-/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: a call as
-/// REPLICATE MSETEX replicated it, applied on a replica, while the AOF
-/// loads, or on the node a slot migrates to. Clients cannot call it: they
-/// call MSETEX (the call is refused, nothing written).
+/// `<name>.apply`: a call as REPLICATE MSETEX replicated it, applied on a replica, while the AOF
+/// loads or on a slot migration's target; refused from clients, who call MSETEX.
 pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| {
         let flags = ctx.flags();
@@ -40,8 +34,7 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     })
 }
 
-/// Runs `handler` for one call: counts it, and turns a refusal or an abort
-/// into its error reply.
+/// Runs `handler` for one call: counts it, and turns a failure into its error reply.
 fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Failure>) -> Reply {
     stats::record_call();
     let Some(module) = config::get() else {
@@ -74,8 +67,7 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failur
     write(ctx, module, pairs, &request, flags)
 }
 
-/// Writes a validated call: every check that can refuse it has passed, so
-/// from here on an error is an [`Abort`].
+/// Writes a validated call: every refusing check has passed, so an error is now an [`Abort`].
 fn write(
     ctx: &Ctx<'_>,
     module: &Module,
@@ -113,10 +105,8 @@ fn write(
     })
 }
 
-/// Where the server could not learn the call's keys exactly (key
-/// specifications only, and options among the keys that the command
-/// filter did not move), the call is refused before anything happens: the
-/// server's slot and ACL checks looked at the wrong arguments.
+/// Refuses a call whose keys the server could not learn exactly ([`Refusal::Undeclared`]) before
+/// anything happens: its slot and ACL checks looked at the wrong arguments.
 fn keys_were_declared(
     module: &Module,
     request: &Request,
@@ -134,10 +124,8 @@ fn keys_were_declared(
     Err(Refusal::Undeclared)
 }
 
-/// Redis 7.0 gives module commands no ACL categories: the server's own
-/// check before MSETEX allowed it by name (or `+@all`); MSETEX also needs
-/// MSET's permission on exactly its keys (see `acl`). The replication link
-/// and AOF loading are not checked, as the server's own.
+/// Redis 7.0: MSET's permission on exactly the call's keys ([`AclCheck::AlsoMset`]); the
+/// replication link and AOF loading are not checked, as by the server's own check.
 fn check_acl(
     ctx: &Ctx<'_>,
     module: &Module,
@@ -154,14 +142,13 @@ fn check_acl(
     }
 }
 
-/// Answers the server's "where are the keys" call (`getkeys-api`). A call
-/// that is invalid declares no keys and fails when it runs.
+/// Answers the server's "where are the keys" call (`getkeys-api`).
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
     let Some(module) = config::get() else {
         return;
     };
-    // A call the command refuses declares no keys (no CROSSSLOT or key
-    // pattern before its own refusal); its clock only bounds a TTL.
+    // A call the command refuses declares no keys (no CROSSSLOT or key pattern error before its
+    // own refusal); its clock only bounds a TTL.
     if let Ok(request) = module.syntax.parse(args, 0) {
         for index in request.pairs.step_by(2) {
             positions.key_at(index);

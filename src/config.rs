@@ -17,19 +17,16 @@ pub struct Module {
     pub syntax: Syntax,
     /// The load argument `REPLICATE`.
     pub replicate: Replicate,
-    /// What each call sends, as decided for this server.
     pub replication: Replication,
     pub profile: Profile,
     pub acl: AclCheck,
     /// `cluster-enabled yes`.
     pub cluster: bool,
-    /// The changes counter (`<name>.changes`), where
-    /// [`Replication::counts_changes`].
+    /// The changes counter (`<name>.changes`), where [`Replication::counts_changes`].
     pub counter_c: Option<CString>,
     /// Every command the module registered (what ACL rules may name).
     pub names: Vec<CString>,
-    /// The command filter sends MSETEX calls to this command: the built-in
-    /// MSETEX is renamed away and this module serves its calls.
+    /// The built-in MSETEX is renamed away: the filter sends its calls to this command.
     pub alias: bool,
 }
 
@@ -46,9 +43,8 @@ pub fn get() -> Option<&'static Module> {
 }
 
 impl Module {
-    /// Where the command filter must move this syntax's options out of the
-    /// keys' way (or refuse the call): key specs only, and a spec that
-    /// does not describe calls with options.
+    /// Where the filter must move this syntax's options out of the keys' way (or refuse the call):
+    /// key specs only, and a spec that does not describe calls with options.
     pub fn packs_for(&self) -> Option<MovedKeys> {
         let moved = self.profile.moves_keys()?;
         match (self.syntax, self.profile.keys) {

@@ -1,20 +1,13 @@
-//! The deadline of one call, from the expiry its options give to the
-//! protocol words its keys are written and replicated with.
-//!
-//! A call's expiry ([`Expiry`]) may be relative (`EX`, `PX`). It takes
-//! effect once, when the first key is written, from the server's clock for
-//! commands (its command time snapshot on Redis 7.2+, as SET's); from then
-//! on the call has one absolute deadline ([`Resolved`]) for every other key
-//! and for what replicas and the AOF receive. [`Deadline`] is that one
-//! owner; [`words`] renders an expiry in the two forms the module sends.
-//!
-//! Pure: no Redis types.
+//! The deadline of one call, from the expiry its options give to the protocol words its keys are
+//! written and replicated with. A relative expiry (`EX`, `PX`) takes effect once, at the first key
+//! written, from the server's command clock (its command time snapshot on Redis 7.2+, as SET's);
+//! then one absolute deadline ([`Resolved`]) serves every other key and what replicas and the AOF
+//! get. [`Deadline`] owns it; [`words`] renders an expiry in the two sent forms. No Redis types.
 
 /// What happens to each key's time to live, as the call says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
-    /// `EX` / `PX`: this many milliseconds from the command's clock (> 0;
-    /// validated so that the deadline fits a signed 64-bit clock).
+    /// `EX` / `PX`: milliseconds from the command's clock (> 0, the deadline fits an i64 clock).
     In(i64),
     /// `EXAT` / `PXAT`: this unix time in milliseconds (may be past).
     At(i64),
@@ -24,15 +17,12 @@ pub enum Expiry {
     Persist,
 }
 
-/// An expiry with its deadline known: what keys are written with and what
-/// replicas and the AOF get. It cannot be relative.
+/// An expiry with its deadline known, never relative: what keys, replicas and the AOF get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolved {
     /// This unix time in milliseconds.
     At(i64),
-    /// Every key keeps the TTL it has.
     Keep,
-    /// Keys end without a TTL.
     Persist,
 }
 
@@ -78,8 +68,7 @@ impl Deadline {
         self.expiry
     }
 
-    /// The absolute form, once known (always, but for a relative TTL before
-    /// the first key).
+    /// The absolute form, once known (always but for a relative TTL before the first key).
     pub fn resolved(self) -> Option<Resolved> {
         match self.expiry {
             Expiry::In(_) => None,
@@ -89,8 +78,7 @@ impl Deadline {
         }
     }
 
-    /// A relative TTL took effect with this absolute deadline: it serves
-    /// every other key and the replicated form. (An absolute expiry stays.)
+    /// A relative TTL took effect at `at`, which now serves the other keys and replication.
     pub fn took_effect(&mut self, at: i64) {
         if let Expiry::In(_) = self.expiry {
             self.expiry = Expiry::At(at);
@@ -114,8 +102,7 @@ pub const APPLY_PERSIST: &[u8] = b"PERSIST";
 /// The two ways the module writes an expiry on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
-    /// SET's and the built-in MSETEX's options, after the pairs:
-    /// `PXAT <ms>`, `PX <ms>`, `KEEPTTL`, or nothing.
+    /// SET's and the built-in's options after the pairs: `PXAT <ms>`, `PX <ms>`, `KEEPTTL` or none.
     Options,
     /// `<name>.apply`'s first argument: `<ms>`, `KEEPTTL` or `PERSIST`.
     Apply,
@@ -128,9 +115,8 @@ pub enum Word {
     Number(i64),
 }
 
-/// `expiry` in `form`: at most two words. `None` for a relative TTL in the
-/// apply form, which is only ever sent resolved. The inverse of
-/// `syntax::apply::parse` (and of the options of the NUMKEYS form).
+/// `expiry` in `form`, at most two words; `None` for a relative TTL in the apply form (only ever
+/// sent resolved). The inverse of `syntax::apply::parse` and of the NUMKEYS options.
 pub fn words(expiry: Expiry, form: Form) -> Option<Vec<Word>> {
     Some(match (form, expiry) {
         (Form::Options, Expiry::At(at)) => vec![Word::Text(b"PXAT"), Word::Number(at)],

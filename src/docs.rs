@@ -1,6 +1,5 @@
-//! What `COMMAND DOCS` and `COMMAND INFO` can say about a command (Redis
-//! 7.0+), as plain data that `ffi::set_command_info` hands to the server,
-//! and helpers to write argument trees as constants. Imports nothing.
+//! What `COMMAND DOCS` and `COMMAND INFO` say about a command (Redis 7.0+), as plain data for
+//! `ffi::set_command_info`, and helpers to write argument trees as constants. Imports nothing.
 
 use std::ffi::CStr;
 
@@ -30,16 +29,15 @@ pub struct Arg {
 /// Where the keys are, as a key specification describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeySpec {
-    /// Keys from argv[`first`] to argv[argc + `last`], every `step`.
-    /// `incomplete`: options can move them (the getkeys callback knows).
+    /// Keys from argv[`first`] to argv[argc + `last`], every `step`; `incomplete`: options can move
+    /// them (the getkeys callback knows).
     Range {
         first: i32,
         last: i32,
         step: i32,
         incomplete: bool,
     },
-    /// argv[`index`] holds the number of keys, which follow it every `step`.
-    /// `incomplete`: the server must ask the getkeys callback.
+    /// argv[`index`] holds the key count, keys follow every `step`; `incomplete`: ask the callback.
     Keynum {
         index: i32,
         step: i32,

@@ -1,8 +1,6 @@
-//! The module's entry points: everything the server calls, and the only
-//! place that calls from `ffi` up into the module. The load (`init`) reads
-//! the server, lets `plan` decide and executes the plan; the commands, the
-//! command filter, the server events, INFO and MODULE UNLOAD are handed to
-//! `ffi` as implementations of its traits.
+//! The module's entry points: all the server calls, and the only place calling from `ffi` up into
+//! the module. `load` reads the server, lets `plan` decide and executes the plan; the commands,
+//! filter, server events, INFO and MODULE UNLOAD go to `ffi` as implementations of its traits.
 
 use std::ffi::CStr;
 
@@ -29,10 +27,8 @@ impl ffi::Module for Entry {
     }
 }
 
-/// Whether MODULE UNLOAD may go ahead: where the server does not guard it
-/// itself, only when no ACL rule names one of the module's commands, as
-/// `ACL LIST` shows them (see `acl`). Refused, with a log line, when that
-/// cannot be read.
+/// Whether MODULE UNLOAD may go ahead: where the server does not guard it, only if no ACL rule in
+/// `ACL LIST` names a module command (see `acl`); refused, with a log line, if that is unreadable.
 fn may_unload(ctx: &Ctx<'_>) -> bool {
     let Some(module) = config::get() else {
         return true;
@@ -73,8 +69,7 @@ fn may_unload(ctx: &Ctx<'_>) -> bool {
     }
 }
 
-/// MODULE LOAD / `loadmodule`: reads the server, lets `plan` decide and
-/// executes the plan.
+/// MODULE LOAD / `loadmodule`.
 fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
     let options = load_args::parse_load_args(args)?;
     let fields = ffi::server_info_fields(
@@ -136,8 +131,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         for (what, outcome) in extras {
             let line = match outcome {
                 Some(Err(reason)) => (LogLevel::Warning, format!("{what}: {reason}")),
-                // Older servers: the command works without them (the ACL
-                // note below says how rules reach it).
+                // Older servers: the command works without them (the ACL note says how).
                 _ => continue,
             };
             if !lines.contains(&line) {
@@ -166,12 +160,10 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     Ok(())
 }
 
-/// What became of an optional registration: COMMAND DOCS information (7.0+)
-/// or ACL categories (7.2+); `None` where the command asks for none.
+/// What became of COMMAND DOCS (7.0+) or ACL categories (7.2+); `None` if not asked for.
 type Extra = Option<Result<Optional, String>>;
 
-/// Registers one command; returns what became of its docs and of its ACL
-/// categories, if it asked for them.
+/// Registers one command; returns what became of its docs and ACL categories.
 fn create(raw: *mut ffi::RawCtx, command: &Registration) -> Result<(Extra, Extra), String> {
     let (name, flags, keys) = (&command.name, command.flags, command.legacy_keys);
     match command.role {
@@ -189,7 +181,6 @@ fn create(raw: *mut ffi::RawCtx, command: &Registration) -> Result<(Extra, Extra
     Ok((docs, categories))
 }
 
-/// `MSETEX`.
 struct Msetex;
 
 impl ffi::Command for Msetex {

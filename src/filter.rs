@@ -1,9 +1,7 @@
-//! The command filter, which runs before every command: where the server
-//! reads keys from key specifications only and a call's options stand among
-//! its keys, it moves them out of the way (or refuses the call) before the
-//! server reads the keys; where the built-in MSETEX is renamed away, it
-//! sends MSETEX calls to the module; and it answers `COMMAND GETKEYS` and
-//! `ACL DRYRUN` about such calls as the call itself.
+//! The command filter, run before every command: where keys come from key specs only, it moves a
+//! call's options out of the keys' way (or refuses the call) before the server reads the keys;
+//! where the built-in MSETEX is renamed away, it sends MSETEX calls to the module; and it answers
+//! `COMMAND GETKEYS` and `ACL DRYRUN` about such calls as the call itself.
 
 use crate::config;
 use crate::ffi::ArgsChange;
@@ -18,14 +16,12 @@ pub enum Seen {
     Other,
     /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
     ReplicationHandshake,
-    /// A command the filter may rewrite: MSETEX where options would be
-    /// read as keys, or where the module serves a built-in renamed away,
-    /// and COMMAND (GETKEYS) and ACL (DRYRUN), which ask about a call.
+    /// May be rewritten: MSETEX where options would be read as keys or a renamed built-in is
+    /// served, and COMMAND (GETKEYS) and ACL (DRYRUN), which ask about a call.
     Rewrite,
 }
 
-/// Classifies a command by its name, for the command filter (which runs
-/// before every command: a few comparisons).
+/// Classifies a command by name for the filter, in a few comparisons (it runs on every command).
 pub fn seen(name: &[u8]) -> Seen {
     if replication::is_replication_handshake(name) {
         return Seen::ReplicationHandshake;
@@ -47,16 +43,11 @@ pub fn seen(name: &[u8]) -> Seen {
     }
 }
 
-/// How the command filter rewrites a command that names MSETEX: where the
-/// server reads keys from key specifications only ([`KeysDeclared::BySpecs`])
-/// and a call's options stand among its keys, it moves them into one
-/// argument before the server reads the keys (`Syntax::pack`), so that the
-/// server's slot checks, redirections, ACL key rules, `COMMAND GETKEYS` and
-/// `ACL DRYRUN` see the real keys; where the server routes by keys read
-/// before any filter ran ([`MovedKeys::Refused`]), it refuses such a call
-/// instead, with nothing written. And `COMMAND GETKEYS` of a call the TTL
-/// form refuses as a typed client's numkeys call answers that refusal, so
-/// that cluster clients show it.
+/// Rewrites a command naming MSETEX. With key specs only ([`KeysDeclared::BySpecs`]), options among
+/// the keys are packed into one argument (`Syntax::pack`) so slot checks, redirections, ACL key
+/// rules, `COMMAND GETKEYS` and `ACL DRYRUN` see the real keys; where the server routes by keys
+/// read before any filter ([`MovedKeys::Refused`]), such a call is refused. A typed client's
+/// numkeys call that the TTL form refuses gets that refusal from `COMMAND GETKEYS` too.
 pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
     let Some(module) = config::get() else {
         return Vec::new();
@@ -80,9 +71,8 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
         _ => return Vec::new(),
     };
     let call = args.get(at..).unwrap_or_default();
-    // A typed client's numkeys call, which the TTL form refuses: answered
-    // as the call would be, before keys read from its shape are routed or
-    // listed (cluster clients ask COMMAND GETKEYS first).
+    // A typed client's numkeys call, refused by the TTL form: answered before keys read from its
+    // shape are routed or listed (cluster clients ask COMMAND GETKEYS first).
     let asks_or_is_routed = !routed || module.cluster;
     if asks_or_is_routed
         && module.syntax == Syntax::Ttl
@@ -125,10 +115,8 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
     changes
 }
 
-/// Turns the whole command into one the server does not know, named
-/// `text`: the server answers `ERR unknown command '<text>'` before it
-/// checks permissions or routes anything, and nothing runs. (Inside MULTI
-/// the transaction is then refused, as for any unknown command.)
+/// Turns the command into an unknown one named `text`: the server answers `ERR unknown command
+/// '<text>'` before permissions or routing, nothing runs (in MULTI, the transaction is refused).
 fn refuse_with(args: &[&[u8]], text: String) -> Vec<ArgsChange> {
     vec![ArgsChange {
         at: 0,

@@ -1,22 +1,11 @@
-//! redis-msetex: a Redis module that adds MSETEX, which sets every key and
-//! its time to live in one atomic step, in either of two syntaxes:
-//!
-//! ```text
-//! SYNTAX TTL      MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]
-//! SYNTAX NUMKEYS  MSETEX numkeys key value [key value ...] [NX | XX] [EX | PX | EXAT | PXAT t | KEEPTTL]
-//! ```
-//!
-//! docs/DESIGN.md opens with the map of these modules. In short: `entry`
-//! is everything the server calls and executes the load `plan`
-//! (`load_args`, `server`); `command` runs a call (`syntax` validates it,
-//! `write` writes the keys, `replication` decides what goes to replicas,
-//! the AOF and slot migrations, `outcome` says how a call that fails
-//! ends); `acl` says what decides a user's permission and when MODULE
-//! UNLOAD may go ahead; `ffi` holds every raw module API call and imports
-//! nothing from above it.
+//! redis-msetex: a Redis module adding MSETEX, which sets every key and its TTL in one atomic step,
+//! in one of two syntaxes (`syntax`); docs/DESIGN.md maps the modules. `entry` is all the server
+//! calls and runs the load `plan` (`load_args`, `server`); `command` runs a call (`syntax`
+//! validates it, `write` writes the keys, `replication` decides what replicas, the AOF and slot
+//! migrations get, `outcome` ends a failed call); `acl`: permissions and MODULE UNLOAD; `ffi`:
+//! every raw module API call, importing nothing from above it.
 
-// `unsafe` lives in `ffi` only (which allows it), each block with a
-// `// SAFETY:` line.
+// `unsafe` lives in `ffi` only (which allows it), each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -40,8 +29,7 @@ mod stats;
 mod syntax;
 mod write;
 
-// Inside the server every allocation goes through the server's allocator,
-// so INFO memory counts it; unit tests run outside it.
+// In the server every allocation goes through its allocator, so INFO memory counts it (not tests).
 #[cfg(not(test))]
 #[global_allocator]
 static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;

@@ -1,17 +1,14 @@
 //! The module's load arguments:
-//!
 //! ```text
 //! loadmodule /path/libmsetex.so [SYNTAX TTL | NUMKEYS] [REPLICATE SET | MSETEX]
 //!                               [COMMAND-NAME name]
 //! ```
-//!
-//! Pure functions (no Redis types); a bad argument is refused with the one
-//! log line the error carries, and the server does not load the module.
+//! Pure functions (no Redis types); a bad argument fails the load with the error's log line.
 
 use crate::replication::Replicate;
 use crate::syntax::Syntax;
 
-/// The command name used when no `COMMAND-NAME` load argument is given.
+/// The command name without a `COMMAND-NAME` load argument.
 pub const DEFAULT_COMMAND_NAME: &str = "msetex";
 
 /// Everything the load arguments decide.
@@ -43,8 +40,7 @@ impl LoadOptions {
 const USAGE: &str = "the load arguments are SYNTAX TTL|NUMKEYS, REPLICATE SET|MSETEX \
                      and COMMAND-NAME <name>";
 
-/// Parses the load arguments; the error is the log line to print. A repeated
-/// argument takes its last value, like repeated config lines.
+/// Parses the load arguments; the error is the log line. A repeated argument's last value wins.
 pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
     let mut options = LoadOptions::default();
     let mut rest = args.iter();
@@ -78,9 +74,8 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
     Ok(options)
 }
 
-/// A command name the server can register and clients can type: printable
-/// ASCII without spaces or `|` (which separates subcommands), at most 64
-/// bytes. Returned in lower case, as the server lists command names.
+/// A name the server can register and clients type: printable ASCII, no spaces or `|` (subcommand
+/// separator), at most 64 bytes; lower-cased, as the server lists command names.
 fn valid_command_name(name: &str) -> Result<String, String> {
     let printable = name.bytes().all(|b| b.is_ascii_graphic() && b != b'|');
     if name.is_empty() || name.len() > 64 || !printable {

@@ -1,17 +1,9 @@
-//! How a call that does not succeed ends, as two types:
-//!
-//! - a [`Refusal`] happens before the first write: nothing was written,
-//!   replicated or signalled, and the error reply says why, in the words
-//!   the server's own commands use (SET's for the TTL form, the built-in
-//!   MSETEX's for the NUMKEYS form);
-//! - an [`Abort`] happens once writing has begun (`command::write`): a
-//!   module API call that its preconditions say cannot fail, failed. The
-//!   keys written before it (possibly none) stay written and replicated;
-//!   the reply is `ERR msetex failed to <step>` and the log has a warning
-//!   line. No test can make one happen.
-//!
-//! (A panic, a bug, is caught where the server calls the module and
-//! answered `ERR msetex internal error`, wherever it happened.)
+//! How a failed call ends. A [`Refusal`] comes before the first write: nothing is written,
+//! replicated or signalled, and the reply uses the server's own words (SET's for the TTL form,
+//! the built-in MSETEX's for NUMKEYS). An [`Abort`] comes once writing began (`command::write`):
+//! a module API call that cannot fail by its preconditions failed; the keys written before stay
+//! written and replicated, the reply is `ERR msetex failed to <step>`, the log has a warning. No
+//! test can cause one. (A panic is caught where the server calls in: `ERR msetex internal error`.)
 
 use crate::server::Wording;
 use crate::syntax::{ParseError, Syntax};
@@ -19,11 +11,9 @@ use crate::syntax::{ParseError, Syntax};
 /// Why a call was refused before anything was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// The call is invalid.
     Parse(ParseError),
-    /// Where keys are declared by key specifications only, the server could
-    /// not have learned this call's keys (its options stood among them, and
-    /// no command filter moved them).
+    /// Keys declared by key specs only, and the server could not learn this call's (its options
+    /// stood among them, no command filter moved them).
     Undeclared,
     /// The user may not run MSETEX (Redis 7.0, see `acl`).
     NoPermissionForCommand,
@@ -31,8 +21,7 @@ pub enum Refusal {
     NoPermissionForKeys,
     /// A client called `<name>.apply`.
     ApplyFromClient,
-    /// A call whose options stand among its keys, on a server that routes
-    /// it by keys read before any module could move them
+    /// Options among the keys on a server routing by keys read before any module could move them
     /// (`MovedKeys::Refused`): refused by the command filter.
     Unroutable,
 }
@@ -43,8 +32,7 @@ impl From<ParseError> for Refusal {
     }
 }
 
-/// How a call that does not succeed ends: refused before anything was
-/// written, or aborted once writing had begun.
+/// How a failed call ends: refused before any write, or aborted once writing began.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
     Refused(Refusal),
@@ -74,8 +62,7 @@ impl From<Abort> for Failure {
 pub struct Abort(pub &'static str);
 
 impl Refusal {
-    /// The error reply of the command `name`, loaded with `syntax`, in the
-    /// words of this server.
+    /// The error reply of command `name`, loaded with `syntax`, in this server's words.
     pub fn text(self, name: &str, syntax: Syntax, wording: Wording) -> String {
         match self {
             Refusal::Parse(error) => parse_error_text(error, name, syntax, wording),
@@ -104,9 +91,8 @@ impl Refusal {
         }
     }
 
-    /// The refusal as the command filter gives it, as the name of a command
-    /// the server does not know: at most 128 bytes (the server cuts the
-    /// name there), and only where the filter refuses.
+    /// The refusal as the filter gives it, as an unknown command's name: at most 128 bytes (the
+    /// server cuts the name there), only where the filter refuses.
     pub fn short_text(self, name: &str) -> String {
         let text = match self {
             Refusal::Unroutable => format!(
@@ -133,9 +119,7 @@ impl Abort {
     }
 }
 
-/// The error text for an invalid call, as the server words it: SET's texts
-/// for the TTL form, the built-in MSETEX's for the NUMKEYS form (Valkey
-/// words two of them differently).
+/// An invalid call's error text, as the server words it (Valkey words two differently).
 fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, wording: Wording) -> String {
     let valkey = wording == Wording::Valkey;
     match error {

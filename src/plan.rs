@@ -1,7 +1,6 @@
-//! The load step as a plan: from the load arguments, the server and its
-//! environment, everything the module registers and logs and what every
-//! call will read, decided without a server (unit-tested for every server
-//! kind in `plan/tests.rs`). `entry::init` executes it.
+//! The load as a plan: from the load arguments, the server and its environment, what the module
+//! registers and logs and what every call reads, decided without a server (unit-tested for every
+//! server kind in `plan/tests.rs`). `entry::load` executes it.
 
 use std::ffi::CString;
 
@@ -19,23 +18,19 @@ use crate::write::Batching;
 /// What a load does.
 #[derive(Debug)]
 pub enum Plan {
-    /// Register nothing: the server's own MSETEX serves the NUMKEYS form
-    /// (the log line says so). The module still declares what the server
-    /// asks of every loaded module, so that it blocks nothing.
+    /// Register nothing: the server's MSETEX serves the NUMKEYS form (the log line says so). The
+    /// module options are still declared, so that the module blocks nothing.
     BuiltinServes {
         line: String,
         options: ModuleOptions,
     },
-    /// Register the module's commands.
     Register(Box<Registrations>),
 }
 
-/// What the module declares to the server (`RedisModule_SetModuleOptions`).
+/// What the module declares to the server (`RedisModule_SetModuleOptions`): the `Profile` fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModuleOptions {
-    /// Valkey 9+: the module handles atomic slot migration.
     pub atomic_slot_migration: bool,
-    /// Keys are signalled by closing them (see `Profile::signal_on_close`).
     pub signal_on_close: bool,
 }
 
@@ -59,11 +54,9 @@ impl Plan {
 pub struct Registrations {
     pub options: ModuleOptions,
     pub commands: Vec<Registration>,
-    /// What every call reads; `acl` is settled when the server accepts or
-    /// refuses ACL categories (`entry`).
+    /// What every call reads; `acl` is settled once the server takes or refuses ACL categories.
     pub module: Module,
-    /// Whether the "nobody listens" shortcut may be used, once the events
-    /// and the command filter that keep it true are registered.
+    /// Whether the "nobody listens" shortcut may be used, once its events and filter are in place.
     pub shortcut_allowed: bool,
     /// The log line once everything is registered, then the notes.
     pub registered: String,
@@ -88,17 +81,13 @@ pub struct Registration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Msetex,
-    /// `<name>.apply`, the form REPLICATE MSETEX sends each call in (where
-    /// the built-in's own form cannot serve): replicas and AOF loading,
-    /// loaded with the same arguments, apply it.
+    /// `<name>.apply`, what REPLICATE MSETEX sends where the built-in's form cannot serve.
     Apply,
-    /// `<name>.changes`, which counts key-API writes for RDB save points
-    /// where each call is replicated as one command.
+    /// `<name>.changes`: counts key-API writes where each call is replicated as one command.
     ChangesCounter,
 }
 
-/// Decides the load. The error is the log line that explains why the
-/// module cannot load here and what to do.
+/// Decides the load; the error is the log line saying why it cannot load here and what to do.
 pub fn plan(
     options: &LoadOptions,
     server: Option<&Server>,
@@ -156,9 +145,8 @@ pub fn plan(
     })))
 }
 
-/// The commands to register, in order. Each name is one more that ACL
-/// rules can hold (and that MODULE UNLOAD must then refuse): only what this
-/// deployment sends.
+/// The commands to register, in order: only what this deployment sends, as each name is one more
+/// that ACL rules can hold (and MODULE UNLOAD must then refuse).
 fn registrations(
     c_name: &dyn Fn(&str) -> Result<CString, String>,
     syntax: Syntax,
@@ -242,10 +230,8 @@ fn notes(module: &Module, environment: Environment) -> Vec<String> {
     notes
 }
 
-/// Every server command a call may run or replicate must be there under its
-/// own name: a call never writes a key and then fails on a renamed command.
-/// Where one is missing, the profile already took a path without it if
-/// there is one (the built-in MSETEX); otherwise the load is refused.
+/// Refuses the load unless every server command a call may run or replicate exists under its name
+/// (so no call writes a key, then fails on a renamed one); the profile avoids what it can.
 fn check_commands(
     profile: &Profile,
     replication: &Replication,
@@ -266,27 +252,22 @@ fn check_commands(
     Ok(())
 }
 
-/// The name MSETEX is registered under where it serves the calls of a
-/// built-in MSETEX renamed away, and the default name is taken.
+/// MSETEX's name where it serves the calls of a built-in renamed away (the default name is taken).
 pub const REPLACEMENT_NAME: &str = "msetex.nk";
 
 /// What the command is called.
 enum Naming {
     /// The server's own MSETEX serves (the log line).
     StepAside(String),
-    /// Register it as `name`; `alias`: the command filter also sends it the
-    /// calls of MSETEX, the built-in renamed away.
+    /// Register as `name`; `alias`: the filter also sends it the renamed built-in's MSETEX calls.
     Register { name: String, alias: bool },
 }
 
-/// Where the server has its own MSETEX (Redis 8.4+, Valkey 9.1+), the
-/// built-in's syntax under its name leaves the calls to the built-in; where
-/// the built-in is renamed away, the module serves its calls, under another
-/// name (`RedisModule_CreateCommand` under the original name of a renamed
-/// command crashes Redis 8.6 and Valkey 9.1); the TTL form cannot take the
-/// name there (typed clients send the numkeys form). A name without a dot
-/// that could be a server command renamed away is refused for the same
-/// reason.
+/// Where the server has its own MSETEX (Redis 8.4+, Valkey 9.1+), the built-in's syntax under its
+/// name leaves the calls to it; if it is renamed away, the module serves them under another name
+/// (`RedisModule_CreateCommand` under a renamed command's original name crashes Redis 8.6 and
+/// Valkey 9.1). The TTL form cannot take the name there (typed clients send the numkeys form). A
+/// dotless name that could be a renamed server command is refused for the same reason.
 fn naming(
     server: Option<&Server>,
     profile: &Profile,

@@ -1,26 +1,9 @@
-//! What MSETEX puts on the wire to replicas, the AOF and slot migrations:
-//! the replication modes, each in one place.
-//!
-//! Two modes (load argument `REPLICATE`, [`Replicate`]): `SET` sends each
-//! key as its own native `SET key value PXAT ms` (`SET key value KEEPTTL`
-//! for KEEPTTL, `SET key value` for a call without TTL); `MSETEX` sends each
-//! call as one command with its absolute deadline. Where the server runs
-//! MSETEX natively, both send the built-in's own command ([`Replication`],
-//! decided once at load). Either way, this module decides per call
-//! whether anything can receive what is replicated at all, because
-//! `RedisModule_Replicate` costs a command lookup and allocations (about
-//! 350 ns) even when the server then drops the command.
-//!
-//! The server keeps a propagated command only when (`shouldPropagate` in
-//! server.c) the AOF is on, or it is a primary with a replication backlog
-//! or replicas. The AOF state is read exactly on every call. The backlog is
-//! created by a replica's SYNC or PSYNC, by a role change or by loading a
-//! data set: a command filter sees every SYNC/PSYNC before it runs, and
-//! server events announce the others, so the module knows at once when
-//! "nobody listens" stops being true. Only a probe of `INFO replication`
-//! (every cron tick) makes it true again. While it holds, no command is
-//! replicated at all: changes are counted with RedisModule_ReplicateVerbatim,
-//! which the server then drops, provably, before it reaches any stream.
+//! What MSETEX sends to replicas, the AOF and slot migrations. Two modes (load argument
+//! `REPLICATE`, [`Replicate`]): `SET` sends each key as a native `SET key value PXAT ms` (or
+//! `KEEPTTL`, or no TTL); `MSETEX` sends each call as one command with its absolute deadline. Where
+//! the server runs MSETEX natively both send that ([`Replication`], decided at load). Per call, it
+//! decides whether anything can receive at all: `RedisModule_Replicate` costs a command lookup and
+//! allocations (about 350 ns) even when the server then drops the command.
 
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -31,25 +14,20 @@ use crate::outcome::Abort;
 use crate::server::{Profile, ServerCommand};
 use crate::write::{Sink, WrittenBy};
 
-// ---------------------------------------------------------------------------
-// The modes
+// --- The modes -------------------------------------------------------------------------------
 
 /// What goes to replicas and the AOF for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replicate {
-    /// Each key as `SET key value PXAT ms` (the default): native commands,
-    /// so replicas and AOF loading need nothing.
+    /// Each key as `SET key value PXAT ms` (default): native, replicas and AOF need nothing.
     Set,
-    /// Each call as one command with its absolute deadline: replicas, AOF
-    /// loading and the nodes slots migrate to need the module (or, for the
-    /// NUMKEYS form under the built-in's name, a server with its own
-    /// MSETEX).
+    /// Each call as one command with its absolute deadline: replicas, AOF loading and slot
+    /// migration targets need the module (or, for the NUMKEYS form as MSETEX, a native MSETEX).
     Msetex,
 }
 
 impl Replicate {
-    /// Its name: `set` or `msetex` (`INFO msetex`, and in upper case the
-    /// load argument).
+    /// `set` or `msetex` (`INFO msetex`; in upper case, the load argument).
     pub fn label(self) -> &'static CStr {
         match self {
             Replicate::Set => c"set",
@@ -65,8 +43,7 @@ impl Replicate {
     }
 }
 
-/// What each call sends, decided once at load from the mode, the syntax
-/// and the server.
+/// What each call sends, decided at load from the mode, the syntax and the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Replication {
     /// `SET key value <expiry>` per key (REPLICATE SET).
@@ -78,25 +55,18 @@ pub enum Replication {
 /// The shape of the one command a call is replicated as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallForm {
-    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`: the
-    /// module's own command, whose key spec says exactly where its keys are.
+    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`; its key spec locates its keys.
     Apply,
-    /// `<command> numkeys key value ... [PXAT deadline | KEEPTTL]`: the
-    /// built-in MSETEX's own form.
+    /// `<command> numkeys key value ... [PXAT deadline | KEEPTTL]`: the built-in MSETEX's form.
     Numkeys,
 }
 
 impl Replication {
-    /// Where the server runs the built-in MSETEX natively and nothing drops
-    /// it (`Profile::native_replication`), both modes send it: one native
-    /// command per call, which replicas and AOF loading run without the
-    /// module. Otherwise REPLICATE SET sends SET per key, and REPLICATE
-    /// MSETEX the NUMKEYS form under the module's own name `msetex` outside
-    /// cluster mode (replicas of Redis 8.4+ / Valkey 9.1+ run it natively),
-    /// else `<name>.apply` (a slot migration's filter reads its keys).
-    /// `numkeys_as_msetex`: the NUMKEYS form is registered as `msetex`
-    /// (where the server has no MSETEX of its own); `apply`: the name of
-    /// the module's replication command, `<name>.apply`.
+    /// Where the built-in runs natively and nothing drops it (`Profile::native_replication`), both
+    /// modes send it (replicas and AOF loading need no module). Else REPLICATE SET: SET per key;
+    /// REPLICATE MSETEX the NUMKEYS form as `msetex` outside cluster mode (Redis 8.4+ / Valkey 9.1+
+    /// replicas run it natively), else `<name>.apply` (a slot migration's filter reads its keys).
+    /// `numkeys_as_msetex`: the NUMKEYS form is registered as `msetex`.
     pub fn decide(
         mode: Replicate,
         numkeys_as_msetex: bool,
@@ -120,8 +90,7 @@ impl Replication {
         }
     }
 
-    /// The server command this replication sends, which the load checks is
-    /// there under its name (or a call could write without replicating).
+    /// The server command sent, which the load checks exists (or a call could write unreplicated).
     pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
         match self {
             Replication::PerKey => Some((
@@ -136,8 +105,7 @@ impl Replication {
         }
     }
 
-    /// True when calls are replicated as one command, whose key-API writes
-    /// are counted through the changes counter (`<name>.changes`).
+    /// Whether calls go as one command, key-API writes counted via `<name>.changes`.
     pub fn counts_changes(&self) -> bool {
         matches!(self, Replication::PerCall { .. })
     }
@@ -166,20 +134,22 @@ impl Replication {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Who listens
+// --- Who listens -----------------------------------------------------------------------------
 
-/// Who may receive replicated commands, as far as the module knows.
+/// Who may receive replicated commands. The server keeps a propagated command only if the AOF is
+/// on or it is a primary with a backlog or replicas (`shouldPropagate` in server.c). The AOF is
+/// read on every call; a backlog comes from a replica's SYNC/PSYNC (seen by the command filter), a
+/// role change or a data set load (server events), so "nobody listens" ends at once; only an
+/// `INFO replication` probe (each cron tick) makes it true again. Meanwhile nothing is replicated:
+/// changes are counted with RedisModule_ReplicateVerbatim, which the server provably drops.
 static LISTENERS: AtomicU8 = AtomicU8::new(NOT_WATCHED);
 
-/// Not every signal that can announce a backlog is in place (events and
-/// the command filter): a probe's answer could go stale unnoticed, so it is
-/// never trusted.
+/// Not every signal that can announce a backlog (events, command filter) is in place: a probe's
+/// answer could go stale unnoticed, so it is never trusted.
 const NOT_WATCHED: u8 = 0;
 /// Watched, but not proven that nobody listens.
 const POSSIBLE: u8 = 1;
-/// The last probe proved that nobody (no replica, no backlog) can receive
-/// replicated commands, and nothing since could have changed that.
+/// The last probe proved nobody (no replica, no backlog) can receive, and nothing since changed it.
 const NOBODY: u8 = 2;
 
 /// The fields of `INFO replication` that decide whether replication is fed.
@@ -197,8 +167,7 @@ pub struct ReplicationInfo {
 pub const PROBED_FIELDS: [&str; 3] = ["role", "connected_slaves", "repl_backlog_active"];
 
 impl ReplicationInfo {
-    /// Builds the probe's answer from (field, value) pairs of `INFO
-    /// replication`; `None` if a field is missing or unreadable.
+    /// From `INFO replication` (field, value) pairs; `None` if a field is missing or unreadable.
     pub fn from_fields(fields: &[(&str, String)]) -> Option<ReplicationInfo> {
         let field = |name: &str| {
             fields
@@ -219,26 +188,22 @@ impl ReplicationInfo {
     }
 }
 
-/// Records whether every signal the state relies on is in place (and the
-/// server profile allows the shortcut at all).
+/// Records whether every signal the state relies on is in place (and the profile allows it).
 pub fn set_watching(ok: bool) {
     LISTENERS.store(if ok { POSSIBLE } else { NOT_WATCHED }, Ordering::Relaxed);
 }
 
-/// A replica's SYNC or PSYNC is about to run, a role changed or a data set
-/// is loading: a backlog or a replica may exist from now on.
+/// A SYNC/PSYNC is about to run, a role changed or a data set loads: a listener may appear.
 pub fn on_listener_may_appear() {
     let _ = LISTENERS.compare_exchange(NOBODY, POSSIBLE, Ordering::Relaxed, Ordering::Relaxed);
 }
 
-/// True for the commands that turn a client into a replica (and create the
-/// replication backlog): SYNC and PSYNC, in any case.
+/// SYNC and PSYNC, any case: the commands that make a client a replica (and create the backlog).
 pub fn is_replication_handshake(command: &[u8]) -> bool {
     command.eq_ignore_ascii_case(b"PSYNC") || command.eq_ignore_ascii_case(b"SYNC")
 }
 
-/// Cron tick: probe the state with `probe` (which reads `INFO replication`,
-/// or returns `None` if a field is missing).
+/// Cron tick: re-probe with `probe` (reads `INFO replication`; `None` if a field is missing).
 pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
     if LISTENERS.load(Ordering::Relaxed) == NOT_WATCHED {
         return;
@@ -247,14 +212,12 @@ pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
     LISTENERS.store(if proven { NOBODY } else { POSSIBLE }, Ordering::Relaxed);
 }
 
-/// True when nothing can receive a replicated command right now: no AOF
-/// (`aof_on` is the exact per-call state) and no replica or backlog.
+/// Nothing can receive a replicated command now: no AOF (`aof_on`, exact) nor replica or backlog.
 pub fn nobody_listens(aof_on: bool) -> bool {
     !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY
 }
 
-/// For `INFO msetex`: `none` when MSETEX replicates nothing because nothing
-/// can receive it, `aof` when the AOF is on, `possible` otherwise.
+/// For `INFO msetex`: `none` (nothing can receive, so nothing is sent), `aof`, or `possible`.
 pub fn listeners_label(aof_on: bool) -> &'static CStr {
     if aof_on {
         c"aof"
@@ -265,8 +228,7 @@ pub fn listeners_label(aof_on: bool) -> &'static CStr {
     }
 }
 
-// ---------------------------------------------------------------------------
-// One call's replication
+// --- One call's replication ------------------------------------------------------------------
 
 /// What this call sends, decided once when the call starts.
 enum Sends {
@@ -274,27 +236,21 @@ enum Sends {
     CountOnly,
     /// `REPLICATE SET`: each key as `SET key value <tail>`.
     PerKey,
-    /// The whole call as one command at the end, once some write needs it
-    /// (`pending`); the key-API writes are counted then.
+    /// One command at the end once a write needs it (`pending`), counting the key-API writes.
     PerCall { uncounted: usize, pending: bool },
 }
 
-/// The replication of one call: created before the first write, fed every
-/// write, finished after the last.
+/// One call's replication: created before the first write, fed each, finished after the last.
 pub struct Wire<'call> {
     ctx: &'call Ctx<'call>,
     sends: Sends,
-    /// `SET key value <tail>` for [`Sends::PerKey`]: the strings after the
-    /// value, created with the first key.
+    /// For [`Sends::PerKey`]: the `<tail>` of `SET key value <tail>`, made with the first key.
     set_tail: Option<Vec<OwnedString>>,
-    /// The changes counter (`<name>.changes`), where each call is
-    /// replicated as one command.
+    /// The changes counter (`<name>.changes`) where each call goes as one command.
     counter: Option<&'call CStr>,
 }
 
 impl<'call> Wire<'call> {
-    /// `counter`: the changes counter, registered where
-    /// [`Replication::counts_changes`].
     pub fn new(
         ctx: &'call Ctx<'call>,
         replication: &Replication,
@@ -317,10 +273,8 @@ impl<'call> Wire<'call> {
         }
     }
 
-    /// Ends the call: where each call is replicated as one command and a
-    /// write needs it, replicates the call (its `pairs`, with `expiry`) and
-    /// counts the key-API writes. The command replicated counts one change
-    /// itself.
+    /// Ends the call: if it goes as one command and a write needs it, replicates it (`pairs`,
+    /// `expiry`) and counts the key-API writes, less the one the replicated command counts.
     pub fn finish(
         self,
         replication: &Replication,
@@ -373,16 +327,13 @@ impl<'call> Wire<'call> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The changes counter
+// --- The changes counter ---------------------------------------------------------------------
 
-/// True only while MSETEX itself calls its changes counter: a client
-/// calling it gets an error.
+/// Set only while MSETEX itself calls its changes counter: a client calling it gets an error.
 static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
 
-/// `<name>.changes n`, where each call is replicated as one command: counts
-/// `n` changes for RDB save points. MSETEX calls it without replication,
-/// so the server drops what `RedisModule_ReplicateVerbatim` queues.
+/// `<name>.changes n`: counts `n` changes for RDB save points. MSETEX calls it without
+/// replication, so the server drops what `RedisModule_ReplicateVerbatim` queues.
 pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     let count = match args {
         [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => std::str::from_utf8(count.bytes())
@@ -422,7 +373,6 @@ impl<'call> Sink<Arg<'call>> for Wire<'call> {
             (Sends::CountOnly, WrittenBy::Command) => {}
             (Sends::PerKey, _) => {
                 if self.set_tail.is_none() {
-                    // `SET key value <tail>`: SET's own form of the expiry.
                     let tail = words(expiry.into(), Form::Options)
                         .and_then(|words| words.into_iter().map(|w| string(ctx, w)).collect())
                         .ok_or(Abort("allocate the replicated command"))?;

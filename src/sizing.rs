@@ -1,19 +1,12 @@
-//! Whether a string value's allocation is no bigger than SET would leave:
-//! the check before writing into a string in place (the allocation as
-//! `ffi::Key::buffer` reads it).
-//!
-//! SET stores a new object sized exactly for its value, rounded up by the
-//! allocator to its size class. An in-place write keeps the old buffer, so
-//! it is only as compact as SET when that buffer is no bigger than the class
-//! a fresh one would get. The servers this module runs on all allocate with
-//! jemalloc (checked at load; elsewhere nothing is written in place), whose
-//! size classes are computed here.
+//! Whether a string's allocation (as `ffi::Key::buffer` reads it) is no bigger than SET would
+//! leave, checked before writing in place: SET sizes a new object for its value, rounded up to a
+//! size class, while in place keeps the old buffer. Servers here use jemalloc (checked at load;
+//! elsewhere nothing is written in place), whose size classes are computed here.
 
 use crate::ffi::Allocation;
 
-/// The usable size jemalloc gives a request of `size` bytes (default build:
-/// 8-byte tiny class, 16-byte quantum up to 128, then four classes per
-/// doubling).
+/// The usable size jemalloc gives `size` bytes (default build: 8-byte tiny class, 16-byte quantum
+/// up to 128, then four classes per doubling).
 pub fn jemalloc_class(size: usize) -> usize {
     match size {
         0..=8 => 8,
@@ -35,8 +28,7 @@ fn header_for(len: usize) -> usize {
     }
 }
 
-/// True when the buffer described by `allocation`, holding `len` bytes,
-/// takes no more memory than a fresh string of `len` bytes would.
+/// Whether the buffer `allocation` describes, holding `len` bytes, takes no more than a fresh one.
 pub fn as_compact_as_fresh(allocation: Allocation, len: usize) -> bool {
     match allocation {
         Allocation::Exact => true,

@@ -3,8 +3,7 @@
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The counters, process-wide: the server's INFO callback has no pointer
-/// of the module's.
+/// The counters, process-wide: the server's INFO callback carries no module pointer.
 struct Stats {
     calls: AtomicU64,
     keys_set: AtomicU64,
@@ -23,8 +22,7 @@ fn add(counter: &AtomicU64, n: usize) {
     counter.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-/// A call reached the module (refusals by the server itself, such as ACL
-/// or OOM, never do).
+/// A call reached the module (the server's own refusals, such as ACL or OOM, never do).
 pub fn record_call() {
     add(&STATS.calls, 1);
 }

@@ -1,29 +1,10 @@
-//! Writing the keys of one call, each as `SET key value <expiry>` would
-//! leave it: value and encoding, memory, deadline, keyspace events, WATCH
-//! and client-side caching signals, LFU/LRU metadata; and telling the
-//! replication ([`Sink`]) what was written. An error here is an [`Abort`]:
-//! the keys written before it stay written and replicated.
-//!
-//! Three paths, chosen per key (docs/DESIGN.md has the costs):
-//!
-//! - **in place**: the key holds a string of the same length whose
-//!   allocation is no bigger than the one SET would give a fresh value
-//!   (`sizing`), and which SET would not store embedded with its key
-//!   (`Profile::in_place`): the new bytes are copied into it;
-//! - **new key**: the argument object itself is stored, already in SET's
-//!   encoding;
-//! - **batch**: everything else (integers, other lengths and types, strings
-//!   SET embeds) waits, then the server's own command writes it
-//!   ([`Batching`]): MSET then each key's deadline, the built-in MSETEX
-//!   (Valkey 9.1+), or SET key by key (Redis 6.2, and past deadlines on
-//!   Valkey 8+).
-//!
-//! Keys are written in argument order: the batch is written before the next
-//! key-API write and before a key that waits in it again, so keyspace
-//! events follow the arguments and a repeated key ends with its last value.
-//!
-//! The rules run over [`Keyspace`], which the module API implements (at the
-//! end of this file) and the unit tests an in-memory store.
+//! Writes the keys of one call as `SET key value <expiry>` would leave them (value, encoding,
+//! memory, deadline, keyspace events, WATCH/tracking signals, LFU/LRU) and tells the replication
+//! ([`Sink`]); on an [`Abort`] the keys before it stay written and replicated. Per key, one of
+//! three paths (costs: docs/DESIGN.md): in place, new key, or the batch ([`Batching`]) for the
+//! rest, which is flushed before the next key-API write or a repeat of a waiting key, so events
+//! follow the arguments and a repeated key ends with its last value. [`Keyspace`] is implemented by
+//! the module API (end of file) and the tests' in-memory store.
 
 use std::ffi::CStr;
 
@@ -34,15 +15,12 @@ use crate::server::{PastDeadline, Profile, ServerCommand};
 use crate::syntax::{parse_i64, Condition};
 use crate::{sizing, stats};
 
-/// Pairs per batch: enough to spread its cost, small enough for the batch
-/// filter to stay sparse.
+/// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
 const BATCH_MAX: usize = 256;
 
-// ---------------------------------------------------------------------------
-// What the rules need from the server
+// --- What the rules need from the server -----------------------------------------------------
 
-/// The keyspace of one call: its keys, events and signals, and the
-/// server's own write commands.
+/// The keyspace of one call: keys, events, signals and the server's own write commands.
 pub trait Keyspace {
     type Arg: Copy + AsRef<[u8]>;
     type Key: OpenKey<Self::Arg>;
@@ -53,8 +31,7 @@ pub trait Keyspace {
     fn notify(&self, class: EventClass, event: &'static CStr, key: Self::Arg);
     /// Tells WATCH and client-side caching that `key` changed.
     fn signal(&self, key: Self::Arg);
-    /// Runs the server's `command [numkeys] pairs... tail...`; false if it
-    /// failed.
+    /// Runs the server's `command [numkeys] pairs... tail...`; false if it failed.
     fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
     fn now_ms(&self) -> i64;
 }
@@ -69,17 +46,14 @@ pub struct ServerWrite {
     pub propagation: Propagation,
 }
 
-/// How a key reached the keyspace, which decides what counts its change
-/// for RDB save points (`server.dirty`) and what still has to be sent.
+/// How a key was written: what counted it for RDB saves (`server.dirty`), what is left to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WrittenBy {
     /// The module's key API: nothing counted or sent it yet.
     KeyApi,
-    /// A server command the module called without replication (MSET, the
-    /// built-in MSETEX, SET): it counted the change, nothing was sent.
+    /// A server command called without replication (MSET, built-in MSETEX, SET): counted only.
     Command,
-    /// A server command the module called with replication (SET, `!`): it
-    /// counted the change and sent what it does itself.
+    /// A server command called with replication (SET, `!`): counted, and sent what it sends.
     ReplicatedCommand,
 }
 
@@ -89,8 +63,7 @@ pub trait Sink<A> {
     fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved) -> Result<(), Abort>;
 }
 
-// ---------------------------------------------------------------------------
-// The rules
+// --- The rules -------------------------------------------------------------------------------
 
 /// What writes the keys the key API cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,10 +72,9 @@ pub enum Batching {
     Mset,
     /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
     Builtin,
-    /// `SET key value <expiry>` per key, every key: Redis 6.2 (SET's events
-    /// in argument order), replicated by the module; or a deadline that may
-    /// be past on Valkey 8+, which SET decides (it may delete the key) and
-    /// replicates itself (`Propagation::ByCommand`).
+    /// `SET key value <expiry>` for every key: on Redis 6.2 (SET's events in argument order),
+    /// replicated by the module; or for a possibly past deadline on Valkey 8+, which SET decides
+    /// (it may delete the key) and replicates itself (`Propagation::ByCommand`).
     EveryKeyWithSet(Propagation),
 }
 
@@ -123,9 +95,7 @@ impl Batching {
 }
 
 impl Batching {
-    /// The server commands the write path may call on this server, each
-    /// with what it does there: the load checks every one is there under
-    /// its name, so that no call writes a key and then finds one missing.
+    /// The server commands the write path may call here, and why (the load checks each exists).
     pub fn commands(profile: &Profile) -> Vec<(ServerCommand, &'static str)> {
         let mut commands = Vec::new();
         if profile.key_api_writes && !profile.builtin_batch {
@@ -151,12 +121,9 @@ impl Batching {
     }
 }
 
-/// NX / XX: checks every key before anything is written, as a write
-/// command looks a key up (a logically expired key counts as absent),
-/// without hit/miss statistics or signals, and without an access where
-/// SET's check counts none (the write that follows counts it). Where
-/// closing a key opened for writing signals it (Redis 8.6), keys are
-/// opened for reading.
+/// NX / XX: checks every key before any write, as a write command looks it up (logically expired
+/// is absent), without hit/miss stats or signals, and without an access where SET's check counts
+/// none (the write counts it). Where closing signals (Redis 8.6), keys are opened for reading.
 pub fn condition_holds<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -184,8 +151,7 @@ pub fn condition_holds<K: Keyspace>(
     pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
 }
 
-/// Whether a fork (RDB or AOF rewrite) runs: key lookups leave LRU clocks
-/// alone meanwhile.
+/// Whether a fork (RDB or AOF rewrite) runs: key lookups then leave LRU clocks alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fork {
     Running,
@@ -237,7 +203,6 @@ struct Writer<'w, K: Keyspace, S> {
     in_place: usize,
 }
 
-/// How the key API wrote a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
     New,
@@ -246,11 +211,8 @@ enum Written {
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     fn pair(&mut self, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
-        // A canonical integer is stored by SET as `int` or a shared
-        // integer, which no module API can produce. Where the batch is the
-        // built-in, a value SET would embed with its key is its to write
-        // without the key being opened (the batch's lookup is its one
-        // access, as SET's).
+        // SET stores a canonical integer as `int` or shared, which no module API can produce. The
+        // built-in batch writes values SET would embed unopened (its lookup is the one access).
         let batch_only = !matches!(self.batching, Batching::Mset | Batching::Builtin)
             || parse_i64(value.as_ref()).is_some()
             || (self.batching == Batching::Builtin
@@ -265,15 +227,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         // One access, as SET's own lookup of the key.
         let mut handle = self.open(key, Touch::Yes)?;
         let Some(path) = self.key_api_path(&mut handle, key, value) else {
-            // The batch will look the key up (an access) again: keep the
-            // LFU counter as this one access left it.
+            // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
             drop(handle);
             return self.defer(key, value, lfu);
         };
         if self.batch.len() > 0 {
-            // The keys waiting come first, so that keyspace events follow
-            // the arguments (this key is not among them).
+            // Waiting keys go first so events follow the arguments (this key is not among them).
             drop(handle);
             self.flush()?;
             handle = self.open(key, Touch::No)?;
@@ -292,8 +252,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.keyspace.open(key, touch).ok_or(Abort("open the key"))
     }
 
-    /// True when SET would store `value` embedded with `key`; `had_ttl`:
-    /// the key has one now (for KEEPTTL).
+    /// Whether SET would embed `value` with `key`; `had_ttl`: the key has a TTL now (KEEPTTL).
     fn embeds(&self, key: K::Arg, value: K::Arg, had_ttl: bool) -> bool {
         let ttl_after = self.deadline.expiry().leaves_ttl(had_ttl);
         self.profile.in_place.is_some_and(|embedding| {
@@ -301,10 +260,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key
-    /// stored from the argument (where the batch is not the built-in, which
-    /// writes new keys as cheaply), or a string of the same length that SET
-    /// would not embed, refreshed in place if its buffer is as compact.
+    /// How the key API writes `key` as SET would, if it can: a new key from the argument (unless
+    /// the built-in batch, as cheap for new keys, writes it), or in place: a same-length string
+    /// SET would not embed (`Profile::in_place`) whose buffer is as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
         // KEEPTTL: whether the key ends with a TTL is whether it has one.
@@ -327,9 +285,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Events, expiry, signal and replication of a key the key API wrote:
-    /// SET's events `new` (the server's, for a new key), `overwritten`
-    /// where the server has it, `set`, then `expire`.
+    /// Events, expiry, signal and replication of a key the key API wrote: SET's `new` (server's,
+    /// for a new key), `overwritten` where the server has it, `set`, then `expire`.
     fn key_api_done(
         &mut self,
         mut handle: K::Key,
@@ -345,8 +302,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.keyspace.notify(EventClass::String, c"set", key);
         self.apply_expiry(&mut handle, None, in_place)?;
         if in_place {
-            // Where SET's new object starts a fresh LRU clock, so does this
-            // one, even while a fork runs (lookups then leave keys alone).
+            // Where SET's new object gets a fresh LRU clock, so does this, even during a fork.
             if self.fork == Fork::Running && self.profile.fresh_lru_on_overwrite {
                 handle.mark_used_now();
             }
@@ -375,9 +331,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Tells WATCH and client-side caching that `key` changed, as the
-    /// calling client: by closing its handle where that is how (Redis 8.6),
-    /// explicitly elsewhere.
+    /// Signals `key` to WATCH and tracking as the caller: by closing the handle (Redis 8.6), else
+    /// explicitly.
     fn signal(&self, handle: K::Key, key: K::Arg) {
         drop(handle);
         if !self.profile.signal_on_close {
@@ -385,9 +340,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Sets the expiry of a just written key. `kept` is the deadline the key
-    /// had before MSET cleared it (KEEPTTL); `in_place`: the key kept its
-    /// old TTL entry.
+    /// Sets a just written key's expiry; `kept`: its deadline before MSET cleared it (KEEPTTL);
+    /// `in_place`: the key kept its old TTL entry.
     fn apply_expiry(
         &mut self,
         handle: &mut K::Key,
@@ -441,7 +395,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         outcome
     }
 
-    /// MSET the batch, then give each key its expiry.
     fn flush_to_mset(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
         let kept: Vec<Option<i64>> = match self.deadline.expiry() {
@@ -455,9 +408,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             if let Some(lfu) = lfu {
                 handle.set_lfu(lfu);
             }
-            // MSET signalled the key as a client of its own, which a client
-            // tracking in BCAST NOLOOP mode is then told about: signal it
-            // again as the caller.
+            // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
+            // it): signal it again as the caller.
             self.signal(handle, key);
             self.expire_event(key);
             self.done(key, value, WrittenBy::Command)?;
@@ -465,8 +417,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// The built-in MSETEX writes the batch, deadline and events included;
-    /// a relative TTL runs from the command's clock, as SET's: read back.
+    /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
     fn flush_to_builtin(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
         let tail = words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?;
         self.call_in_runs(batch, ServerCommand::Msetex, Head::Numkeys, tail)?;
@@ -486,10 +437,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// `SET key value <expiry>` per key (the deadline is absolute by now):
-    /// SET's events and encoding; each key signalled again as the caller.
-    /// Where SET replicates itself it may have deleted a past key: only the
-    /// keys there afterwards count.
+    /// `SET key value <expiry>` per key (deadline absolute by now), signalled again as the caller.
+    /// Where SET replicates itself it may delete a past key: only the keys left count.
     fn flush_with_set(
         &mut self,
         batch: &Batch<K::Arg>,
@@ -511,8 +460,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 return Err(Abort("write the key with SET"));
             }
             self.keyspace.signal(key);
-            // Looking at a key whose deadline passed would expire it: only
-            // where SET may have deleted it.
+            // Looking at a key past its deadline expires it: only where SET may have deleted it.
             let there = propagation == Propagation::ByModule
                 || self
                     .keyspace
@@ -525,8 +473,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Runs `command` on the batch in runs of integers and of other values,
-    /// in argument order (integers need fresh values the server encodes).
+    /// Runs `command` in order on runs of integers (as fresh values to encode) and of the rest.
     fn call_in_runs(
         &self,
         batch: &Batch<K::Arg>,
@@ -567,8 +514,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// The deadline `key` has now, looked at without any effect (opened for
-    /// writing without an access where closing signals nothing).
+    /// `key`'s deadline, read without effect (write-opened with no access where closing is silent).
     fn deadline_of(&self, key: K::Arg) -> Option<i64> {
         if self.profile.signal_on_close {
             self.keyspace.look(key).and_then(|h| h.deadline())
@@ -580,8 +526,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 }
 
-/// Pairs waiting for one batch, with a filter that tells at once that most
-/// keys are not waiting.
+/// Pairs waiting for one batch, with a filter that rules most other keys out at once.
 struct Batch<A> {
     /// key, value, key, value... as MSET takes them.
     flat: Vec<A>,
@@ -614,8 +559,7 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         (bit / 64, 1 << (bit % 64))
     }
 
-    /// True when `key` waits in the batch: the filter rules most keys out
-    /// at once, a scan confirms the rest (a needless flush costs a call).
+    /// Whether `key` waits: the filter rules most out, a scan confirms (a needless flush costs).
     fn contains(&self, key: A) -> bool {
         if self.len() == 0 {
             return false;
@@ -669,8 +613,7 @@ impl<A> Batch<A> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The keyspace the module API gives
+// --- The keyspace the module API gives -------------------------------------------------------
 
 impl<'c> Keyspace for Ctx<'c> {
     type Arg = Arg<'c>;

@@ -1,17 +1,14 @@
-//! `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
-//! the module's own replication command (REPLICATE MSETEX), whatever the
-//! syntax: its grammar and what COMMAND DOCS says about it.
+//! `<name>.apply`, the module's replication command (REPLICATE MSETEX) for either syntax: its
+//! grammar and COMMAND DOCS.
 
 use super::options::{parse_i64, Ack, Condition, Expiry, ParseError, Request, MIN_ARGC};
 use super::options::{ARITY, DATA};
 use crate::deadline::{APPLY_KEEP, APPLY_PERSIST};
 use crate::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
 
-/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`:
-/// one call as `REPLICATE MSETEX` sends it to replicas, the AOF and a slot
-/// migration's stream, already decided (no NX/XX) and with its absolute
-/// deadline in unix milliseconds. The keys are at 2, 4, ..., where the
-/// command's key specification says, so every server finds them exactly.
+/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`: a call as REPLICATE
+/// MSETEX sends it (replicas, AOF, slot migration), already decided (no NX/XX), its deadline in
+/// absolute unix ms. Keys at 2, 4, ..., as its key spec says, so every server finds them exactly.
 pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
     if argv.len() < MIN_ARGC || !argv.len().is_multiple_of(2) {
         return Err(ParseError::WrongArity);
@@ -34,8 +31,7 @@ pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
     })
 }
 
-/// The docs of `<name>.apply`: its keys at 2, 4, ..., exactly, without a
-/// getkeys callback.
+/// The docs of `<name>.apply`: keys exactly at 2, 4, ..., without a getkeys callback.
 pub fn docs() -> Docs {
     Docs {
         summary: c"Applies an MSETEX call as REPLICATE MSETEX replicated it (replicas, the AOF, \

@@ -1,23 +1,13 @@
-//! The two syntaxes of MSETEX, chosen when the module loads (`SYNTAX TTL |
-//! NUMKEYS`), and everything that differs between them; this is the only
-//! place that tells them apart:
-//!
+//! The two syntaxes of MSETEX (load argument `SYNTAX TTL | NUMKEYS`), told apart only here:
 //! ```text
 //! SYNTAX TTL      MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]
 //! SYNTAX NUMKEYS  MSETEX numkeys key value [key value ...] [NX | XX]
 //!                        [EX seconds | PX ms | EXAT unix-s | PXAT unix-ms | KEEPTTL]
 //! ```
-//!
-//! Each syntax's grammar, the positions of its pairs, its key
-//! specification and COMMAND DOCS: `ttl.rs`, `numkeys.rs`; what they share
-//! (the validated [`Request`], errors, options, integers): `options.rs`; a
-//! call with its options moved out of the keys' way: `packed.rs`; the
-//! module's own replication command, which serves both: `apply.rs`.
-//!
-//! Pure functions over byte slices: no Redis types, and no allocation when
-//! a call is parsed (except a packed one, read back into its original
-//! arguments), so the grammars are unit- and property-tested without a
-//! server.
+//! Per syntax (grammar, pair positions, key specs, COMMAND DOCS): `ttl.rs`, `numkeys.rs`; shared
+//! ([`Request`], errors, options, integers): `options.rs`; options moved out of the keys' way:
+//! `packed.rs`; the replication command of both: `apply.rs`. Pure functions over byte slices, no
+//! allocation except for a packed call, so unit- and property-tested without a server.
 
 use std::ffi::CStr;
 use std::ops::Range;
@@ -36,15 +26,13 @@ pub use options::{parse_i64, Ack, Condition, ParseError, Request, ACL_CATEGORIES
 /// Which syntax the module was loaded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
-    /// `MSETEX [NX|XX] [EX|PX|EXAT|PXAT] time key value ...` (the default).
+    /// The default.
     Ttl,
-    /// `MSETEX numkeys key value ... [NX|XX] [EX|PX|EXAT|PXAT t|KEEPTTL]`.
     Numkeys,
 }
 
-/// A call with its options moved into argv[1] (see `packed`): the packed
-/// argument replaces argv[1..1 + `leading`], and the arguments from
-/// `trailing` on are dropped.
+/// A call with its options moved into argv[1] (`packed`): the packed argument replaces
+/// argv[1..1 + `leading`]; the arguments from `trailing` on are dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packing {
     pub arg: Vec<u8>,
@@ -53,17 +41,14 @@ pub struct Packing {
 }
 
 impl Syntax {
-    /// Validates a whole call. `argv` (any byte strings: the module passes
-    /// its argument views, the tests byte slices) includes the command name
-    /// at index 0; `now_ms` is the server's clock (unix milliseconds), used
-    /// only to check that a relative TTL does not overflow. A packed call
-    /// reads as the original, its pairs where they now are.
+    /// Validates a whole call. `argv` (argument views, or the tests' byte slices) includes the
+    /// command name; `now_ms` (server clock, unix ms) only checks that a relative TTL does not
+    /// overflow. A packed call reads as the original, its pairs where they now are.
     pub fn parse<A: AsRef<[u8]>>(self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
         match self.unpacked(argv) {
             Some((original, shift)) => {
                 let request = self.parse_plain(&original, now_ms)?;
-                // A packed argument that held keys is no call the filter
-                // writes: refused.
+                // A packed argument that held keys is no call the filter writes: refused.
                 let pairs = shifted(request.pairs.clone(), shift).ok_or(ParseError::Syntax)?;
                 Ok(Request { pairs, ..request })
             }
@@ -78,10 +63,8 @@ impl Syntax {
         }
     }
 
-    /// The call with its options moved into argv[1], so that its keys are
-    /// at 2, 4, ... to the end; `None` when they already are (or the call
-    /// is too malformed to tell). TTL form: the leading options and the
-    /// time; NUMKEYS form: numkeys and the options after the pairs.
+    /// The call with its options moved into argv[1] so keys sit at 2, 4, ...; `None` if they do (or
+    /// it is too malformed). TTL: leading options and time; NUMKEYS: numkeys and trailing options.
     pub fn pack<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<Packing> {
         match self {
             Syntax::Ttl => ttl::pack(argv),
@@ -89,9 +72,8 @@ impl Syntax {
         }
     }
 
-    /// The original call of a packed one, and how far its pairs are from
-    /// where they are in the packed call (the TTL form's pairs follow the
-    /// packed arguments; the NUMKEYS form's follow numkeys in both).
+    /// The original of a packed call, and how far its pairs moved (TTL form: they follow the
+    /// packed arguments; NUMKEYS form: they follow numkeys in both).
     fn unpacked<A: AsRef<[u8]>>(self, argv: &[A]) -> Option<(Vec<&[u8]>, usize)> {
         let (name, rest) = argv.split_first()?;
         let (first, pairs) = rest.split_first()?;
@@ -117,9 +99,7 @@ impl Syntax {
         Some((original, shift))
     }
 
-    /// What COMMAND DOCS and COMMAND INFO say, as the server learns keys;
-    /// `keynum_steps`: the server reads a keynum spec with its step (Redis
-    /// 8.4+, Valkey 9.1+).
+    /// COMMAND DOCS and COMMAND INFO, as the server learns keys (`Profile::keynum_steps`).
     pub fn docs(self, keys: &KeysDeclared, keynum_steps: bool) -> Docs {
         match self {
             Syntax::Ttl => ttl::docs(*keys != KeysDeclared::ByCallback),
@@ -127,8 +107,7 @@ impl Syntax {
         }
     }
 
-    /// Its name: `ttl` or `numkeys` (`INFO msetex`, and in upper case the
-    /// load argument).
+    /// `ttl` or `numkeys` (`INFO msetex`; in upper case, the load argument).
     pub fn label(self) -> &'static CStr {
         match self {
             Syntax::Ttl => c"ttl",
@@ -143,10 +122,8 @@ impl Syntax {
             .find(|syntax| value.eq_ignore_ascii_case(&syntax.label().to_string_lossy()))
     }
 
-    /// Where keys are declared by key specifications only: true when the
-    /// server read this call's keys exactly, that is, when its options did
-    /// not stand among the keys (the command filter moved them, or there
-    /// were none). `argc`: the call's argument count.
+    /// Whether the server read this call's keys exactly: always by callback; by key specs only
+    /// if no options stood among the keys (moved by the filter, or none). `argc`: argument count.
     pub fn keys_declared(self, request: &Request, keys: &KeysDeclared, argc: usize) -> bool {
         match (self, keys) {
             (_, KeysDeclared::ByCallback) => true,
@@ -157,8 +134,7 @@ impl Syntax {
         }
     }
 
-    /// Redis 6.2's SET words a bad TTL `invalid expire time in set` (no
-    /// quotes); the TTL form follows SET, the NUMKEYS form the built-in.
+    /// Whether errors follow SET's wording (TTL form) rather than the built-in's (NUMKEYS form).
     pub fn follows_set_errors(self) -> bool {
         self == Syntax::Ttl
     }
@@ -208,8 +184,7 @@ impl Syntax {
     }
 }
 
-/// `pairs` of an unpacked call where they are in the packed one: after the
-/// packed argument, or `None`.
+/// `pairs` of an unpacked call where they are in the packed one (after its argument), or `None`.
 fn shifted(pairs: Range<usize>, shift: usize) -> Option<Range<usize>> {
     let start = pairs.start.checked_sub(shift).filter(|start| *start >= 2)?;
     Some(start..pairs.end.checked_sub(shift)?)

@@ -1,10 +1,6 @@
-//! `SYNTAX NUMKEYS`: `MSETEX numkeys key value [key value ...] [NX | XX]
-//! [EX seconds | PX ms | EXAT unix-s | PXAT unix-ms | KEEPTTL]`, the built-in
-//! command of Redis 8.4+ and Valkey 9.1+; its grammar here is theirs (Redis
-//! 8.6.3): options after the pairs, in any order and any case, parsed like
-//! SET's (a repeated option is allowed, the last time wins; only
-//! conflicting ones are a syntax error). Also where its keys are and what
-//! COMMAND DOCS says about it.
+//! `SYNTAX NUMKEYS`, the built-in command of Redis 8.4+ and Valkey 9.1+, with their grammar (Redis
+//! 8.6.3): options after the pairs, any order and case, parsed like SET's (a repeat is allowed and
+//! the last time wins; only conflicting ones are a syntax error); also its keys and COMMAND DOCS.
 
 use std::ops::Range;
 
@@ -16,8 +12,7 @@ use super::{packed, Packing};
 use crate::docs::{plain, token, valued, Arg, ArgKind, Docs, KeySpec};
 use crate::server::KeysDeclared;
 
-/// Checks order, as the built-in: numkeys, the pair count, the options'
-/// syntax, then the time's integer and range.
+/// Checks in the built-in's order: numkeys, pair count, option syntax, then the time's value.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
     let pairs = pairs(argv)?;
     let options = options(argv, pairs.end)?;
@@ -40,8 +35,7 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
     })
 }
 
-/// `numkeys` and the pairs it announces: numkeys from 1 to 2^31-1, and at
-/// least that many pairs after it.
+/// `numkeys` (1 to 2^31-1) and the pairs it announces, at least that many after it.
 pub(super) fn pairs<A: AsRef<[u8]>>(argv: &[A]) -> Result<Range<usize>, ParseError> {
     if argv.len() < MIN_ARGC {
         return Err(ParseError::WrongArity);
@@ -73,10 +67,8 @@ pub(super) struct NumkeysOptions {
     expiry: ExpiryOption,
 }
 
-/// The options after the pairs, with SET's rules: NX and XX exclude each
-/// other, the four units and KEEPTTL exclude each other, a unit needs a
-/// following argument (its time, not read here), repeating an option is
-/// allowed and the last one counts, anything else is a syntax error.
+/// The options after the pairs, by SET's rules: NX/XX exclude each other, as do the units and
+/// KEEPTTL; a unit needs a following argument (its time, read later); the rest is a syntax error.
 pub(super) fn options<A: AsRef<[u8]>>(
     argv: &[A],
     from: usize,
@@ -118,9 +110,8 @@ pub(super) fn options<A: AsRef<[u8]>>(
     Ok(options)
 }
 
-/// numkeys and the options after the pairs, moved into one argument (see
-/// `Syntax::pack`); `None` when nothing follows the pairs, or numkeys is
-/// not valid (the call is refused wherever it runs).
+/// numkeys and the options after the pairs, packed into one argument (`Syntax::pack`); `None` if
+/// nothing follows the pairs or numkeys is invalid (refused wherever it runs).
 pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
     let pairs = pairs(argv).ok()?;
     if pairs.end >= argv.len() {
@@ -135,14 +126,11 @@ pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
     })
 }
 
-// ---------------------------------------------------------------------------
-// COMMAND DOCS
+// --- COMMAND DOCS ----------------------------------------------------------------------------
 
-/// The docs of the NUMKEYS form. Its key spec is the built-in's own keynum
-/// spec, flagged incomplete (the getkeys callback answers) where the server
-/// reads it without its step (`keynum_steps` false); where keys come from
-/// key specs only and the keynum spec is not exact, a range from argument
-/// 2 (the command filter moves the options before the pairs).
+/// The NUMKEYS form's docs. Key spec: the built-in's keynum spec, flagged incomplete (the getkeys
+/// callback answers) where the server reads it without its step; with key specs only and an
+/// inexact keynum spec, a range from argument 2 (the filter moves the options before the pairs).
 pub(super) fn docs(keys: &KeysDeclared, keynum_steps: bool) -> Docs {
     let keynum = |incomplete| KeySpec::Keynum {
         index: 1,
@@ -178,9 +166,7 @@ pub(super) fn docs(keys: &KeysDeclared, keynum_steps: bool) -> Docs {
     }
 }
 
-/// `numkeys key value [key value ...] [NX | XX] [EX seconds | PX
-/// milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds |
-/// KEEPTTL]`
+/// The NUMKEYS form's arguments for COMMAND DOCS (its grammar: `syntax`).
 const ARGS: &[Arg] = &[
     plain(c"numkeys", ArgKind::Integer),
     DATA,

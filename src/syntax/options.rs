@@ -1,6 +1,5 @@
-//! What both syntaxes share: the validated call ([`Request`]), the errors,
-//! the option keywords, the time checks, Redis's integer syntax and the
-//! parts of COMMAND DOCS both describe.
+//! What both syntaxes share: [`Request`], the errors, option keywords, time checks, Redis's
+//! integer syntax and the COMMAND DOCS parts both describe.
 
 use std::ffi::CStr;
 use std::ops::Range;
@@ -8,10 +7,8 @@ use std::ops::Range;
 pub(super) use crate::deadline::Expiry;
 use crate::docs::{plain, token, Arg, ArgKind};
 
-/// ACL categories on Redis 7.2+ (older servers: rules by command name; on
-/// 7.0 `acl` gives MSETEX the permission of these categories).
+/// ACL categories on Redis 7.2+ (older: rules by name; on 7.0 `acl` checks MSET, which has them).
 pub const ACL_CATEGORIES: &CStr = c"write string slow";
-/// Negative: at least this many arguments, counting the command name.
 pub(super) const ARITY: i32 = -4;
 
 /// `[NX | XX]`
@@ -37,8 +34,7 @@ pub(super) const DATA: Arg = Arg {
     ],
 };
 
-/// Why a call was refused before anything was written. Each variant maps
-/// to one error reply (`command::error_text`).
+/// Why a call was refused before any write; one error reply each (`outcome::parse_error_text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
     /// `ERR wrong number of arguments for '<cmd>' command`
@@ -53,24 +49,19 @@ pub enum ParseError {
     InvalidNumkeys,
     /// NUMKEYS: fewer key/value pairs than numkeys says.
     WrongPairCount,
-    /// TTL: the call has exactly the shape of the NUMKEYS form with options
-    /// (`MSETEX 2 k v k v EX 60`), which the TTL form would misread.
+    /// TTL: exactly the NUMKEYS form with options (`MSETEX 2 k v k v EX 60`), which TTL misreads.
     NumkeysShape,
     /// TTL: `KEEPTTL` where the time goes (it is the NUMKEYS form's).
     KeepTtl,
-    /// TTL: not whole pairs, and an option among them (`MSETEX 60 k v NX`):
-    /// the options come before the time.
+    /// TTL: not whole pairs, an option among them (`MSETEX 60 k v NX`): options go first.
     OptionsFirst,
 }
 
-/// Which keys must exist for the call to write anything.
+/// Which keys must exist for the call to write: any (no NX/XX), none (`NX`) or all (`XX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Condition {
-    /// No NX or XX: always write.
     Always,
-    /// `NX`: write only if none of the keys exists.
     NoneExist,
-    /// `XX`: write only if every key exists.
     AllExist,
 }
 
@@ -83,8 +74,7 @@ pub enum Ack {
     One,
 }
 
-/// A validated call: everything the write step needs besides the key and
-/// value arguments themselves.
+/// A validated call: all the write step needs besides the key and value arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// argv indexes of the pairs: keys and values alternate from `start`.
@@ -97,16 +87,12 @@ pub struct Request {
 /// The smallest valid call of either form: `MSETEX time|numkeys key value`.
 pub(super) const MIN_ARGC: usize = 4;
 
-/// What `time` counts.
+/// What `time` counts: `EX` (the TTL form's default), `PX`, `EXAT`, `PXAT`, in that order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum TimeUnit {
-    /// `EX` (the TTL form's default): seconds from now.
     Seconds,
-    /// `PX`: milliseconds from now.
     Milliseconds,
-    /// `EXAT`: a unix time in seconds.
     UnixSeconds,
-    /// `PXAT`: a unix time in milliseconds.
     UnixMilliseconds,
 }
 
@@ -137,9 +123,8 @@ impl Keyword {
     }
 }
 
-/// Turns `time` into an [`Expiry`] with the range rules of
-/// `SET ... EX/PX/EXAT/PXAT`: zero, negative, or a deadline that overflows
-/// a signed 64-bit millisecond clock is an invalid expire time.
+/// `time` as an [`Expiry`] by `SET ... EX/PX/EXAT/PXAT`'s range rules: zero, negative, or a
+/// deadline overflowing a signed 64-bit millisecond clock is an invalid expire time.
 pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, ParseError> {
     if time <= 0 {
         return Err(ParseError::InvalidExpireTime);
@@ -157,12 +142,9 @@ pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, P
     }
 }
 
-/// Parses a base-10 signed 64-bit integer exactly as Redis's `string2ll`:
-/// optional `-`, no `+`, no spaces, no leading zeros, at most 20 bytes.
-/// Returns `None` for anything else, including overflow.
-///
-/// The same rule decides which values Redis stores with the compact `int`
-/// encoding, so the command layer reuses it for that too.
+/// Parses a base-10 i64 exactly as Redis's `string2ll`: optional `-`, no `+`, spaces or leading
+/// zeros, at most 20 bytes; `None` otherwise (overflow too). The same rule decides which values
+/// Redis stores as `int`, so the write path reuses it.
 pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
     // 20 bytes hold "-9223372036854775808"; anything longer cannot fit.
     if bytes.is_empty() || bytes.len() > 20 {

@@ -1,12 +1,8 @@
-//! A call rewritten so that its keys sit at 2, 4, ...: where the server
-//! reads keys from key specifications only and options would be read as
-//! keys, the command filter moves the options into argv[1] before the
-//! server reads the keys (`Syntax::pack`), and the parser reads the packed
-//! call exactly as the original (`Syntax::unpacked`).
-//!
-//! The packed argument is a NUL byte, then each argument it replaces as
-//! `<length>:<bytes>`: `"\0" "2:NX" "2:PX" "5:60000"` for `NX PX 60000`. No
-//! option, time or numkeys starts with a NUL byte.
+//! A call rewritten so its keys sit at 2, 4, ...: where keys come from key specs only and options
+//! would be read as keys, the command filter moves the options into argv[1] (`Syntax::pack`), and
+//! the parser reads the packed call as the original (`Syntax::unpacked`). The packed argument is a
+//! NUL byte, then each replaced argument as `<length>:<bytes>`: `"\0" "2:NX" "2:PX" "5:60000"` for
+//! `NX PX 60000`. No option, time or numkeys starts with a NUL byte.
 
 /// The first byte of a packed argument.
 const MARK: u8 = 0;

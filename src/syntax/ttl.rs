@@ -1,7 +1,5 @@
-//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time
-//! key value [key value ...]`: its grammar, where its keys are, its options
-//! packed into one argument (for servers that read keys from key
-//! specifications only), and what COMMAND DOCS says about it.
+//! `SYNTAX TTL`, the default: its grammar, where its keys are, its options packed into one
+//! argument (for servers that read keys from key specs only) and its COMMAND DOCS.
 
 use super::options::{
     expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
@@ -19,8 +17,7 @@ struct TtlLayout<'a> {
     first_key: usize,
 }
 
-/// Checks order: the NUMKEYS shape, arity, options, arity again once the
-/// options are known, the integer, its range.
+/// Checks in order: the NUMKEYS shape, arity, options, arity again, the integer, its range.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
     if has_numkeys_shape(argv) {
         return Err(ParseError::NumkeysShape);
@@ -38,14 +35,12 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
     })
 }
 
-/// Options (at most one of each group, any order), then time, then at
-/// least one whole pair.
+/// Options (at most one of each group, any order), then time, then at least one whole pair.
 fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     if argv.len() < MIN_ARGC {
         return Err(ParseError::WrongArity);
     }
-    // The options end at the first argument that is none (KEEPTTL is no
-    // option of the TTL form: it is where the time goes).
+    // The options end at the first argument that is none (KEEPTTL is none here).
     let count = leading_options(argv);
     let words = argv.iter().skip(1).take(count);
     let options = read_options(words.map(|arg| Keyword::parse(arg.as_ref())));
@@ -58,8 +53,7 @@ fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     }
     let pairs = argv.len().saturating_sub(first_key);
     let Some(time) = time.filter(|_| pairs >= 2 && pairs.is_multiple_of(2)) else {
-        // An option after the time: the pairs cannot be whole; say where
-        // options go.
+        // An option after the time keeps the pairs from being whole: say where options go.
         let option_after = argv
             .iter()
             .skip(first_key)
@@ -78,8 +72,7 @@ fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     })
 }
 
-/// The TTL form's options: at most one condition and one unit; anything
-/// else (a repeated group, a word that is no such option) is a syntax error.
+/// At most one condition and one unit; a repeated group or a non-option is a syntax error.
 fn read_options(
     keywords: impl Iterator<Item = Option<Keyword>>,
 ) -> Result<(Condition, TimeUnit), ParseError> {
@@ -117,9 +110,8 @@ fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
         .count()
 }
 
-/// The leading options and the time, moved into one argument (see
-/// `Syntax::pack`); `None` without options, or without an argument after
-/// them.
+/// The leading options and the time, packed into one argument (`Syntax::pack`); `None` without
+/// options or an argument after them.
 pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
     let count = leading_options(argv);
     argv.get(1 + count)?;
@@ -130,21 +122,17 @@ pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
     })
 }
 
-/// True when the call reads as the NUMKEYS form *with at least one option*:
-/// a valid numkeys, that many pairs, then a syntactically valid option list.
-/// That is what typed clients of Redis 8.4+ send (`MSETEX 2 k v k v EX 60`);
-/// the TTL form would store the option words as keys and read numkeys as
-/// seconds. Without options the two forms cannot be told apart.
+/// True when the call reads as the NUMKEYS form *with at least one option* (valid numkeys, that
+/// many pairs, valid options), as typed Redis 8.4+ clients send (`MSETEX 2 k v k v EX 60`): the
+/// TTL form would store the options as keys. Without options the forms cannot be told apart.
 fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
     numkeys::pairs(argv)
         .is_ok_and(|pairs| pairs.end < argv.len() && numkeys::options(argv, pairs.end).is_ok())
 }
 
-// ---------------------------------------------------------------------------
-// COMMAND DOCS
+// --- COMMAND DOCS ----------------------------------------------------------------------------
 
-/// The docs of the TTL form. `by_specs`: the key spec alone must describe
-/// the keys (no getkeys callback): it then says keys follow the time.
+/// The TTL form's docs; `by_specs`: the key spec alone describes the keys (no getkeys callback).
 pub(super) fn docs(by_specs: bool) -> Docs {
     Docs {
         summary: c"Sets multiple keys to multiple values with one time to live, atomically.",

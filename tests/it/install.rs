@@ -241,6 +241,8 @@ fn the_debian_package_installs_the_module_for_redis_and_valkey() {
         "strip",
         &[
             "--strip-unneeded",
+            "--remove-section=.comment",
+            "--remove-section=.note",
             "-o",
             &stripped.to_string_lossy(),
             &module_path().to_string_lossy(),

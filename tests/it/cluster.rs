@@ -57,7 +57,9 @@ fn getkeys_of_a_numkeys_shaped_call_answers_its_refusal() {
     let getkeys = [
         "COMMAND", "GETKEYS", name, "2", "{u}c", "1", "{u}d", "2", "EX", "60",
     ];
-    let refused = error_text(&raw_command(&getkeys).query::<Value>(&mut con).unwrap_err());
+    // (Redis 6.2 quotes the name with backticks.)
+    let refused =
+        error_text(&raw_command(&getkeys).query::<Value>(&mut con).unwrap_err()).replace('`', "'");
     // (Older servers add ", with args beginning with: " to the text.)
     let expected = format!(
         "ERR unknown command '{name} takes the TTL first; this call has the numkeys form: load \

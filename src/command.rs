@@ -57,7 +57,7 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Failure>
 
 fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failure> {
     let flags = ctx.flags();
-    let request = module.syntax.parse(args, ctx.now_ms())?;
+    let request = module.syntax.parse(args, ctx.now_ms(), module.packed())?;
     keys_were_declared(module, &request, flags, args.len())?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
     check_acl(ctx, module, pairs, flags)?;
@@ -149,8 +149,8 @@ pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
     };
     // A call the command refuses declares no keys (no CROSSSLOT or key pattern error before its
     // own refusal); its clock only bounds a TTL.
-    if let Ok(request) = module.syntax.parse(args, 0) {
-        for index in request.pairs.step_by(2) {
+    if let Ok(request) = module.syntax.parse(args, 0, module.packed()) {
+        for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {
             positions.key_at(index);
         }
     }

@@ -6,7 +6,7 @@ use crate::acl::AclCheck;
 use crate::ffi::Slot;
 use crate::replication::{Replicate, Replication};
 use crate::server::{KeysDeclared, MovedKeys, Profile};
-use crate::syntax::Syntax;
+use crate::syntax::{Packed, Syntax};
 
 /// The loaded module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,15 @@ impl Module {
                 },
             ) => None,
             _ => Some(moved),
+        }
+    }
+
+    /// Whether calls may carry the filter's packed argument.
+    pub fn packed(&self) -> Packed {
+        if self.filter_packs() {
+            Packed::Read
+        } else {
+            Packed::Plain
         }
     }
 

@@ -133,7 +133,7 @@ pub fn words(expiry: Expiry, form: Form) -> Option<Vec<Word>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::syntax::{apply, Syntax};
+    use crate::syntax::{apply, Packed, Syntax};
     use proptest::prelude::*;
 
     fn text(words: &[Word]) -> Vec<Vec<u8>> {
@@ -167,7 +167,7 @@ mod tests {
             prop_assert_eq!(apply::parse(&call).map(|r| r.expiry), Ok(expiry));
             let mut call = vec![b"msetex".to_vec(), b"1".to_vec(), b"k".to_vec(), b"v".to_vec()];
             call.extend(text(&words(expiry, Form::Options).unwrap()));
-            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0).map(|r| r.expiry), Ok(expiry));
+            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0, Packed::Read).map(|r| r.expiry), Ok(expiry));
         }
     }
 

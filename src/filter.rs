@@ -76,7 +76,7 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
     let asks_or_is_routed = !routed || module.cluster;
     if asks_or_is_routed
         && module.syntax == Syntax::Ttl
-        && module.syntax.parse(call, 0) == Err(ParseError::NumkeysShape)
+        && module.syntax.parse(call, 0, module.packed()) == Err(ParseError::NumkeysShape)
     {
         return refuse_with(
             args,

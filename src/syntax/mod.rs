@@ -31,6 +31,15 @@ pub enum Syntax {
     Numkeys,
 }
 
+/// Whether a call's argv[1] may be the command filter's packed form: only where this deployment
+/// packs (`Module::packs_for`). Elsewhere the server read the keys from the call as sent, so a
+/// client's hand-made packed argument is read as it is (and refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packed {
+    Read,
+    Plain,
+}
+
 /// A call with its options moved into argv[1] (`packed`): the packed argument replaces
 /// argv[1..1 + `leading`]; the arguments from `trailing` on are dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,12 +53,25 @@ impl Syntax {
     /// Validates a whole call. `argv` (argument views, or the tests' byte slices) includes the
     /// command name; `now_ms` (server clock, unix ms) only checks that a relative TTL does not
     /// overflow. A packed call reads as the original, its pairs where they now are.
-    pub fn parse<A: AsRef<[u8]>>(self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
-        match self.unpacked(argv) {
+    pub fn parse<A: AsRef<[u8]>>(
+        self,
+        argv: &[A],
+        now_ms: i64,
+        packed: Packed,
+    ) -> Result<Request, ParseError> {
+        let unpacked = match packed {
+            Packed::Read => self.unpacked(argv),
+            Packed::Plain => None,
+        };
+        match unpacked {
             Some((original, shift)) => {
                 let request = self.parse_plain(&original, now_ms)?;
-                // A packed argument that held keys is no call the filter writes: refused.
-                let pairs = shifted(request.pairs.clone(), shift).ok_or(ParseError::Syntax)?;
+                // The filter packs only options: every pair follows the packed argument, where
+                // the server read the keys. Anything else (a hand-made packed argument that
+                // holds keys, or a numkeys beyond the pairs) is refused.
+                let pairs = shifted(request.pairs.clone(), shift)
+                    .filter(|pairs| *pairs == (2..argv.len()))
+                    .ok_or(ParseError::Syntax)?;
                 Ok(Request { pairs, ..request })
             }
             None => self.parse_plain(argv, now_ms),

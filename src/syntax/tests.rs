@@ -9,11 +9,11 @@ use proptest::prelude::*;
 const NOW: i64 = 1_700_000_000_000;
 
 fn ttl(items: &[&str]) -> Result<Request, ParseError> {
-    Syntax::Ttl.parse(items, NOW)
+    Syntax::Ttl.parse(items, NOW, Packed::Read)
 }
 
 fn numkeys(items: &[&str]) -> Result<Request, ParseError> {
-    Syntax::Numkeys.parse(items, NOW)
+    Syntax::Numkeys.parse(items, NOW, Packed::Read)
 }
 
 fn request(pairs: Range<usize>, condition: Condition, expiry: Expiry, ack: Ack) -> Request {
@@ -212,7 +212,10 @@ fn ttl_absolute_deadlines_may_be_in_the_past() {
 #[test]
 fn ttl_keys_and_values_are_arbitrary_bytes() {
     let argv: Vec<&[u8]> = vec![b"MSETEX", b"1", b"\0\xff", b"", b"NX", b"\r\n"];
-    assert_eq!(Syntax::Ttl.parse(&argv, NOW).map(|r| r.pairs), Ok(2..6));
+    assert_eq!(
+        Syntax::Ttl.parse(&argv, NOW, Packed::Read).map(|r| r.pairs),
+        Ok(2..6)
+    );
 }
 
 #[test]
@@ -288,7 +291,7 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
     assert_eq!((packing.leading, packing.trailing), (3, 6));
     let packed_argv = packed_call(&argv, &packing);
     assert_eq!(
-        Syntax::Ttl.parse(&views(&packed_argv), NOW),
+        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Read),
         Ok(request(
             2..4,
             Condition::NoneExist,
@@ -307,7 +310,7 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
     let argv: [&[u8]; 5] = [b"MSETEX", b"EX", b"NX 5", b"k", b"v"];
     let packed_argv = packed_call(&argv, &Syntax::Ttl.pack(&argv).unwrap());
     assert_eq!(
-        Syntax::Ttl.parse(&views(&packed_argv), NOW),
+        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Read),
         Err(ParseError::NotAnInteger)
     );
 }
@@ -321,7 +324,7 @@ fn numkeys_options_pack_into_one_argument_before_the_keys() {
     let packed_argv = packed_call(&argv, &packing);
     assert_eq!(packed_argv.len(), 6);
     assert_eq!(
-        Syntax::Numkeys.parse(&views(&packed_argv), NOW),
+        Syntax::Numkeys.parse(&views(&packed_argv), NOW, Packed::Read),
         Ok(request(
             2..6,
             Condition::NoneExist,
@@ -340,12 +343,56 @@ fn a_packed_argument_never_holds_keys() {
     // Not what the filter writes: pairs inside the packed argument.
     let packed = packed::encode(&["NX", "60", "k", "v"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k2", b"v2"];
-    assert_eq!(Syntax::Ttl.parse(&argv, NOW), Err(ParseError::Syntax));
-    // A packed argument without the time leaves it where it stands.
+    assert_eq!(
+        Syntax::Ttl.parse(&argv, NOW, Packed::Read),
+        Err(ParseError::Syntax)
+    );
+    // Nor without the time: the server read "60" as a key.
     let packed = packed::encode(&["NX"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"60", b"k", b"v"];
-    assert_eq!(ttl(&["MSETEX", "NX", "60", "k", "v"]).unwrap().pairs, 3..5);
-    assert_eq!(Syntax::Ttl.parse(&argv, NOW).unwrap().pairs, 3..5);
+    assert_eq!(
+        Syntax::Ttl.parse(&argv, NOW, Packed::Read),
+        Err(ParseError::Syntax)
+    );
+}
+
+/// A hand-made packed argument whose numkeys reaches past the pairs (it read the options as a
+/// pair, and declared a key beyond the call: a crash) is refused.
+#[test]
+fn a_packed_numkeys_covers_exactly_the_pairs() {
+    let packed = packed::encode(&["2", "EX", "100"]);
+    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(
+        Syntax::Numkeys.parse(&argv, NOW, Packed::Read),
+        Err(ParseError::Syntax)
+    );
+    let packed = packed::encode(&["1", "EX", "100"]);
+    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(
+        Syntax::Numkeys
+            .parse(&argv, NOW, Packed::Read)
+            .unwrap()
+            .pairs,
+        2..4
+    );
+}
+
+/// Where the filter does not pack, the server read the keys from the call as sent: a packed
+/// argument is read as it is, and refused.
+#[test]
+fn a_packed_argument_is_plain_where_nothing_packs() {
+    let packed = packed::encode(&["1", "EX", "100"]);
+    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(
+        Syntax::Numkeys.parse(&argv, NOW, Packed::Plain),
+        Err(ParseError::InvalidNumkeys)
+    );
+    let packed = packed::encode(&["NX", "60"]);
+    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
+    assert_eq!(
+        Syntax::Ttl.parse(&argv, NOW, Packed::Plain),
+        Err(ParseError::NotAnInteger)
+    );
 }
 
 #[test]
@@ -664,14 +711,23 @@ fn model_unpack(arg: &[u8]) -> Option<Vec<Vec<u8>>> {
     (!args.is_empty()).then_some(args)
 }
 
-/// The model of either syntax, packed calls included: a packed call reads
-/// as its original, whose pairs must lie after the packed argument.
-fn model(syntax: Syntax, argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
+/// The model of either syntax, packed calls included where they are read: a packed call reads
+/// as its original, whose pairs must be every argument after the packed one.
+fn model(
+    syntax: Syntax,
+    argv: &[Vec<u8>],
+    now: i64,
+    packed: Packed,
+) -> Result<Request, ParseError> {
     let plain = |argv: &[Vec<u8>]| match syntax {
         Syntax::Ttl => model_ttl(argv, now),
         Syntax::Numkeys => model_numkeys(argv, now),
     };
-    let Some(moved) = argv.get(1).and_then(|a| model_unpack(a)) else {
+    let moved = argv
+        .get(1)
+        .and_then(|a| model_unpack(a))
+        .filter(|_| packed == Packed::Read);
+    let Some(moved) = moved else {
         return plain(argv);
     };
     let (original, shift) = match syntax {
@@ -690,10 +746,10 @@ fn model(syntax: Syntax, argv: &[Vec<u8>], now: i64) -> Result<Request, ParseErr
     };
     let request = plain(&original)?;
     let start = request.pairs.start as i64 - shift;
-    if start < 2 {
+    let end = request.pairs.end as i64 - shift;
+    if start != 2 || end != argv.len() as i64 {
         return Err(ParseError::Syntax);
     }
-    let end = request.pairs.end as i64 - shift;
     Ok(Request {
         pairs: start as usize..end as usize,
         ..request
@@ -757,7 +813,9 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now), model(Syntax::Ttl, &argv, now));
+        for packed in [Packed::Read, Packed::Plain] {
+            prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now, packed), model(Syntax::Ttl, &argv, now, packed));
+        }
     }
 
     #[test]
@@ -767,7 +825,9 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now), model(Syntax::Numkeys, &argv, now));
+        for packed in [Packed::Read, Packed::Plain] {
+            prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now, packed), model(Syntax::Numkeys, &argv, now, packed));
+        }
     }
 
     /// Packing the options (what the command filter does where keys are
@@ -784,13 +844,13 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        let original = syntax.parse(&views(&argv), now);
+        let original = syntax.parse(&views(&argv), now, Packed::Read);
         if let Some(packing) = syntax.pack(&views(&argv)) {
             let packed_argv = packed_call(&views(&argv), &packing);
             if packed_argv.len() < 4 {
                 prop_assert!(original.is_err(), "{:?}", original);
             } else {
-                let repacked = syntax.parse(&views(&packed_argv), now);
+                let repacked = syntax.parse(&views(&packed_argv), now, Packed::Read);
                 let pairs = |argv: &[Vec<u8>], r: &Request| argv[r.pairs.clone()].to_vec();
                 match (&original, &repacked) {
                     (Ok(a), Ok(b)) => {

@@ -142,3 +142,75 @@ fn the_numkeys_form_declares_its_keys_exactly() {
     let outside = [name, "1", "{u}c", "3", "PX", "600"];
     assert_eq!(err(&mut user, &outside), target().noperm_key());
 }
+
+/// The command filter's packed argument (`\0` then `<len>:<bytes>` per argument) as a client
+/// could write it by hand.
+fn packed(args: &[&str]) -> Vec<u8> {
+    let mut out = vec![0u8];
+    for arg in args {
+        out.extend_from_slice(format!("{}:{arg}", arg.len()).as_bytes());
+    }
+    out
+}
+
+/// A client's hand-made packed argument never takes a key past the server's checks: a numkeys
+/// beyond the pairs (it declared a key past the call, which crashed the server), keys inside the
+/// packed argument, or a packed call where nothing packs (Redis 8.6 with io-threads read no keys
+/// from it and let a user with a key pattern write anywhere). With and without io-threads.
+#[test]
+fn hand_made_packed_arguments_write_nothing_the_server_did_not_check() {
+    let cluster = target().io_thread_keys_need_cluster();
+    for threads in [1, IO_THREADS] {
+        for syntax in ["TTL", "NUMKEYS"] {
+            let (args, name) = if syntax == "TTL" {
+                (target().default_module_args(), target().command_name())
+            } else {
+                (target().numkeys_module_args(), target().numkeys_name())
+            };
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let config = ServerConfig::default()
+                .module_args(&args)
+                .line(&format!("io-threads {threads}"));
+            let (server, _replica) = if cluster {
+                cluster_pair(config, ServerConfig::default().module_args(&args))
+            } else {
+                (config.start(), ServerConfig::default().start())
+            };
+            let mut admin = server.client();
+            q::<(), _>(
+                &mut admin,
+                &["ACL", "SETUSER", "u", "on", ">pw", "~{t}*", "+@all"],
+            );
+            let mut user = server.client();
+            q::<(), _>(&mut user, &["AUTH", "u", "pw"]);
+            let crafted: Vec<Vec<u8>> = if syntax == "TTL" {
+                vec![
+                    packed(&["NX", "60", "{s}secret", "v"]),
+                    packed(&["PX", "60000"]),
+                ]
+            } else {
+                vec![
+                    packed(&["1"]),
+                    packed(&["1", "EX", "100"]),
+                    packed(&["2", "EX", "100"]),
+                ]
+            };
+            for first in &crafted {
+                let call: Vec<&[u8]> = vec![name.as_bytes(), first, b"{s}secret", b"v"];
+                let sent = raw_command(&call).query::<Value>(&mut user);
+                assert!(
+                    sent.is_err(),
+                    "{syntax}, io-threads {threads}: {first:?} -> {sent:?}"
+                );
+                let getkeys = [&[&b"COMMAND"[..], b"GETKEYS"][..], &call].concat();
+                let _ = raw_command(&getkeys).query::<Value>(&mut admin);
+                assert_eq!(q::<String, _>(&mut admin, &["PING"]), "PONG", "server down");
+            }
+            assert_eq!(
+                q::<i64, _>(&mut admin, &["EXISTS", "{s}secret"]),
+                0,
+                "{syntax}"
+            );
+        }
+    }
+}

@@ -105,7 +105,8 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// The calling client's user name; `None` without one (replication link, RM_Call) or the API.
+    /// The calling client's user name; `None` without one (the replication link, another module's
+    /// RM_Call without `C`: unrestricted, as on Redis 7.2) or the API.
     fn caller_name(&self) -> Option<OwnedString> {
         let api = self.api;
         let by_id = api.get_client_user_name_by_id?;
@@ -113,20 +114,37 @@ impl<'call> Ctx<'call> {
         let id = unsafe { (api.get_client_id)(self.raw) };
         // SAFETY: the returned string (or NULL) is ours to free.
         let name = OwnedString::new(unsafe { by_id(self.raw, id) }, api);
-        if name.is_some() {
+        if name.is_some() || errno() == Some(libc::ENOTSUP) {
             return name;
         }
-        let no_user = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTSUP);
-        let script = self.flags_raw() & raw::REDISMODULE_CTX_FLAGS_LUA as c_int != 0;
-        // A script's client is not in the client index but has the user of the client running the
-        // script; an RM_Call client has none (asking for its user's name would crash 7.0).
-        if no_user || !script {
+        // Not in the client index: a script's client or an RM_Call client, with a user or not
+        // (asking a user-less client for its user's name crashes 7.0).
+        if !self.client_has_user() {
             return None;
         }
         let current = api.get_current_user_name?;
-        // SAFETY: a script client has a user; the string is ours to free.
+        // SAFETY: the client has a user (checked above); the string is ours to free.
         OwnedString::new(unsafe { current(self.raw) }, api)
     }
+
+    /// Whether this context's client has an ACL user: `RedisModule_Call` with `C` (run as that
+    /// user) and an invalid format answers ENOTSUP without a user and EBADF with one, before it
+    /// looks the command up: nothing runs.
+    fn client_has_user(&self) -> bool {
+        // SAFETY: the format has no argument specifiers ('#' ends it as invalid); the reply, if
+        // any, is ours to free.
+        let reply = unsafe { (self.api.call)(self.raw, c"PING".as_ptr(), c"C#".as_ptr()) };
+        if reply.is_null() {
+            return errno() != Some(libc::ENOTSUP);
+        }
+        // SAFETY: freed exactly once, not used afterwards.
+        unsafe { (self.api.free_call_reply)(reply) };
+        true
+    }
+}
+
+fn errno() -> Option<i32> {
+    std::io::Error::last_os_error().raw_os_error()
 }
 
 /// Whether the module API can check a user's permission to run a command (Redis 7.0+).

@@ -625,3 +625,51 @@ fn config_rewrite_writes_the_users_as_the_server_without_the_module() {
     assert!(with.len() >= 4, "{with:?}");
     assert_eq!(with, without);
 }
+
+/// MSETEX run by another module's RedisModule_Call (examples/caller_module.rs): with `C` (as the
+/// calling user) it is checked as that user, as Redis 7.2 checks it; without (as the module) it
+/// runs unchecked, from a script too (on Redis 7.0, asking that user-less client for its user's
+/// name crashed the server).
+#[test]
+fn another_modules_call_is_checked_as_its_user() {
+    if skip_unless(
+        target().is_7_0_or_later(),
+        "RedisModule_Call runs as a user (the C flag) since Redis 7.0",
+    ) {
+        return;
+    }
+    let caller = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("examples/libcaller_module.so")))
+        .filter(|path| path.is_file())
+        .expect("examples/libcaller_module.so (cargo test builds examples)");
+    let server = ServerConfig::default()
+        .line(&format!("loadmodule {}", caller.display()))
+        .start();
+    let name = target().command_name();
+    let mut admin = server.client();
+    q::<(), _>(
+        &mut admin,
+        &[
+            "ACL", "SETUSER", "w", "on", ">pw", "~*", "+@all", "-@string",
+        ],
+    );
+    let mut user = server.client();
+    q::<(), _>(&mut user, &["AUTH", "w", "pw"]);
+    let refused = err(&mut user, &["caller.callc", name, "EX", "100", "k1", "v"]);
+    assert!(
+        refused.contains("NOPERM") || refused.contains("permission"),
+        "{refused}"
+    );
+    assert_eq!(q::<i64, _>(&mut admin, &["EXISTS", "k1"]), 0);
+    assert_eq!(
+        exec(&mut user, &["caller.call", name, "EX", "100", "k2", "v"]).unwrap(),
+        Value::Okay
+    );
+    let script = format!("return redis.call('caller.call', '{name}', 'EX', '100', 'k3', 'v')");
+    assert_eq!(
+        exec(&mut user, &["EVAL", &script, "0"]).unwrap(),
+        Value::Okay
+    );
+    assert_eq!(q::<i64, _>(&mut admin, &["EXISTS", "k2", "k3"]), 2);
+}

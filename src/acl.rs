@@ -14,12 +14,25 @@ pub enum AclCheck {
     ByServer,
     /// Redis 7.0 (no categories for module commands): the server's check by name (or `+@all`),
     /// then, before any write, `RedisModule_ACLCheckCommandPermissions` for MSET on exactly the
-    /// call's keys: MSET has MSETEX's 7.2 categories, needs write access to every key, and is
-    /// decided per selector with all keys in one, as 7.2 decides a multi-key command.
+    /// call's keys (write access to every key, all in one selector, as 7.2 decides a multi-key
+    /// command) and for every other command of MSETEX's 7.2 categories ([`SAME_CATEGORIES`]).
     AlsoMset,
     /// Redis 6.2 (no module API checks a permission): rules by command name only.
     ByName,
 }
+
+/// Redis 7.0's commands whose ACL categories are exactly MSETEX's on 7.2, `@write @string @slow`,
+/// besides MSET (which is asked with the call's keys), each with the arguments that follow the
+/// call's first key (a shorter call crashes 7.0's key lookup). A rule that takes one of those
+/// categories away takes at least one of them, unless it grants every one back by name, so the
+/// user may run MSETEX where 7.2 would let it (`tests/it/acl.rs` checks the list against ACL CAT).
+pub const SAME_CATEGORIES: [(&CStr, &[&str]); 5] = [
+    (c"SET", &["v"]),
+    (c"SETEX", &["1", "v"]),
+    (c"PSETEX", &["1", "v"]),
+    (c"MSETNX", &["v"]),
+    (c"SETRANGE", &["0", "v"]),
+];
 
 impl AclCheck {
     /// From whether the server took MSETEX's ACL categories and can check a module's permission.
@@ -46,7 +59,8 @@ impl AclCheck {
             AclCheck::ByServer => None,
             AclCheck::AlsoMset => Some(format!(
                 "this server gives module commands no ACL categories: grant '{name}' by name \
-                 (or +@all), and the user also needs MSET's permission on the keys"
+                 (or +@all), and the user also needs MSET's permission on the keys (and SET's, \
+                 SETEX's, PSETEX's, MSETNX's, SETRANGE's: the commands of MSETEX's categories)"
             )),
             AclCheck::ByName => Some(format!(
                 "this server gives module commands no ACL categories and cannot check a \

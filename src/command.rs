@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 
-use crate::acl::AclCheck;
+use crate::acl::{AclCheck, SAME_CATEGORIES};
 use crate::config::{self, Module};
 use crate::deadline::Deadline;
 use crate::ffi::{AclVerdict, Arg, ContextFlags, Ctx, KeyPositions, Reply};
@@ -135,7 +135,7 @@ fn check_acl(
     if module.acl != AclCheck::AlsoMset || flags.replicated || flags.loading {
         return Ok(());
     }
-    match ctx.may_run(c"MSET", pairs, &module.name_c) {
+    match ctx.may_run(c"MSET", &SAME_CATEGORIES, pairs, &module.name_c) {
         AclVerdict::Allowed => Ok(()),
         AclVerdict::DeniedCommand => Err(Refusal::NoPermissionForCommand),
         AclVerdict::DeniedKey => Err(Refusal::NoPermissionForKeys),

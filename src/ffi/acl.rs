@@ -18,11 +18,19 @@ pub enum AclVerdict {
 }
 
 impl<'call> Ctx<'call> {
-    /// Whether the caller's user may run `command` (e.g. MSET) with `pairs`: the command and every
-    /// key, in one selector, as the server checks (Redis 7.0+). A refusal goes to the ACL log as
-    /// the server's (reason `command` with `logged`, or `key` with the first key the user can't
-    /// write). Clients without a user may run anything; a missing API or failed check is a refusal.
-    pub fn may_run(&self, command: &CStr, pairs: &[Arg<'call>], logged: &CStr) -> AclVerdict {
+    /// Whether the caller's user may run `command` (MSET) with `pairs`, the command and every key
+    /// in one selector, as the server checks (Redis 7.0+), and each of `others` (name, arguments
+    /// after the first key) on the first key. A
+    /// refusal goes to the ACL log as the server's (reason `command` with `logged`, or `key` with
+    /// the first key the user can't write). Clients without a user may run anything; a missing
+    /// API or failed check is a refusal.
+    pub fn may_run(
+        &self,
+        command: &CStr,
+        others: &[(&CStr, &[&str])],
+        pairs: &[Arg<'call>],
+        logged: &CStr,
+    ) -> AclVerdict {
         let api = self.api;
         let (Some(from_name), Some(check), Some(free_user)) = (
             api.get_module_user_from_user_name,
@@ -51,8 +59,26 @@ impl<'call> Ctx<'call> {
         let mut argv = Vec::with_capacity(1 + pairs.len());
         argv.push(command.ptr);
         argv.extend(pairs.iter().map(|arg| arg.ptr));
+        // Each other command on the first key, which the user may write by now (a command
+        // renamed away, ENOENT, is no rule's).
+        let other_allowed = |(name, rest): &(&CStr, &[&str])| {
+            let strings: Option<Vec<OwnedString>> = std::iter::once(name.to_bytes())
+                .chain(rest.iter().map(|arg| arg.as_bytes()))
+                .map(|arg| self.string(arg))
+                .collect();
+            let (Some(strings), Some(key)) = (strings, pairs.first()) else {
+                return false;
+            };
+            let mut argv: Vec<_> = strings.iter().map(|s| s.ptr).collect();
+            argv.insert(1, key.ptr);
+            run(&argv) || errno() == Some(libc::ENOENT)
+        };
         let verdict = if run(&argv) {
-            AclVerdict::Allowed
+            if others.iter().all(other_allowed) {
+                AclVerdict::Allowed
+            } else {
+                AclVerdict::DeniedCommand
+            }
         } else if !run(&argv[..1]) {
             AclVerdict::DeniedCommand
         } else {

@@ -133,10 +133,46 @@ fn a_user_who_may_write_keeps_msetex() {
         Value::Okay
     );
     assert_eq!(q::<String, _>(&mut con, &["GET", "w:a"]), "1");
-    // A command rule against SET: MSETEX is a command of its own, as MSET is.
+    // A command rule against SET: MSETEX is a command of its own, as MSET is. Redis 7.0, which
+    // cannot say whether a rule took MSETEX's categories away, refuses where the user may not
+    // run a command of those categories (fail closed: narrower than 7.2, never wider).
     let mut con = as_user(&server, "noset", &["~*", "+@all", "-set"]);
     let reply = exec(&mut con, &["MSETEX", "100", "w:b", "2"]);
-    assert_eq!(reply.unwrap(), Value::Okay);
+    if target().has_module_acl_categories() || !target().is_7_0_or_later() {
+        assert_eq!(reply.unwrap(), Value::Okay);
+    } else {
+        assert!(error_text(&reply.unwrap_err()).contains("no permissions"));
+    }
+}
+
+/// Redis 7.0: the commands the module asks about are exactly those of MSETEX's 7.2 categories,
+/// as the server lists them (`SAME_CATEGORIES` in src/acl.rs, and MSET).
+#[test]
+fn redis_7_0_peers_are_the_commands_of_msetexs_categories() {
+    if skip_unless(
+        target().is_7_0_or_later() && !target().has_module_acl_categories(),
+        "Redis 7.0 alone gives module commands no ACL categories",
+    ) {
+        return;
+    }
+    let server = Server::start();
+    let mut con = server.client();
+    let mut listed = |category: &str| -> std::collections::BTreeSet<String> {
+        q::<Vec<String>, _>(&mut con, &["ACL", "CAT", category])
+            .into_iter()
+            .collect()
+    };
+    let (write, string, slow) = (listed("write"), listed("string"), listed("slow"));
+    let mut all: Vec<String> = write
+        .iter()
+        .filter(|c| string.contains(*c) && slow.contains(*c))
+        .cloned()
+        .collect();
+    all.sort();
+    assert_eq!(
+        all,
+        ["mset", "msetnx", "psetex", "set", "setex", "setrange"]
+    );
 }
 
 #[test]
@@ -178,6 +214,10 @@ const RULE_SETS: &[&str] = &[
     "+@all -@write ~* (+@write ~tmp:*)",
     "+@all -@write ~* (+msetex ~tmp:*)",
     "+@all -@write ~* (+mset ~tmp:*)",
+    // A category taken away, then MSET granted back by name.
+    "+@all -@write +mset ~*",
+    "+@all -@string +mset ~*",
+    "+@all -@slow +mset ~*",
     "-@all +msetex ~app:*",
     "-@all +msetex ~*",
     "-@all +msetex +mset ~*",
@@ -433,15 +473,27 @@ fn redis_7_2_oracle() -> Option<&'static Target> {
     Some(Box::leak(Box::new(oracle)))
 }
 
-/// The one kind of rule where Redis 7.0's rule (a selector allows MSETEX
-/// by name or `+@all` on the keys, and a selector allows MSET on them)
-/// writes what 7.2 refuses: MSET granted by name in a selector other than
-/// the one that grants MSETEX (README, *Security*). Listed here so that the
-/// test fails if another appears.
-const KNOWN_DIFFERENCES: &[(&str, &[&str])] = &[(
-    "+@all -@write ~* (+mset ~tmp:*)",
-    &["MSETEX", "100", "tmp:1", "x"],
-)];
+/// The calls Redis 7.0 lets write where 7.2 refuses (none: a rule that takes one of MSETEX's 7.2
+/// categories away takes a command of [`SAME_CATEGORIES`] away too). Listed here so that the test
+/// fails if one appears.
+const KNOWN_DIFFERENCES: &[(&str, &[&str])] = &[];
+
+/// The other commands of MSETEX's 7.2 categories, on a call's first key (as the module asks).
+fn as_peers<'a>(call: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let Some(key) = keys_of(call).first().copied() else {
+        return Vec::new();
+    };
+    [
+        &["SET", key, "v"][..],
+        &["SETEX", key, "1", "v"],
+        &["PSETEX", key, "1", "v"],
+        &["MSETNX", key, "v"],
+        &["SETRANGE", key, "0", "v"],
+    ]
+    .into_iter()
+    .map(<[&str]>::to_vec)
+    .collect()
+}
 
 /// README, *Security*: on Redis 7.0 no call writes what Redis 7.2 refuses,
 /// whatever way the user got its rules (but [`KNOWN_DIFFERENCES`]); a call
@@ -479,7 +531,10 @@ fn redis_7_0_writes_nothing_redis_7_2_refuses() {
                     stricter += 1;
                     let by_server = !dry_run(&mut ours_admin, call);
                     let by_mset = !dry_run(&mut ours_admin, &as_mset(call));
-                    if !(by_server || by_mset) || !a.reply.starts_with("NOPERM") {
+                    let by_peer = as_peers(call)
+                        .iter()
+                        .any(|peer| !dry_run(&mut ours_admin, peer));
+                    if !(by_server || by_mset || by_peer) || !a.reply.starts_with("NOPERM") {
                         violations.push(format!("{what}: 7.0 refused {a:?} for no rule's reason"));
                     } else if !by_server && a.log.is_none() {
                         violations
@@ -502,7 +557,8 @@ fn redis_7_0_writes_nothing_redis_7_2_refuses() {
         &format!(
             "{} rule sets x {} calls, users from ACL SETUSER, redis.conf, --user, an ACL file \
              (with non-UTF-8 bytes), ACL LOAD and before MODULE LOAD: {compared} calls, 0 writes \
-             7.2 refuses; {stricter} refused where 7.2 writes (rules by name, or MSET's permission)",
+             7.2 refuses; {stricter} refused where 7.2 writes (rules by name, or the permission of \
+             MSET or another command of MSETEX's categories)",
             RULE_SETS.len(),
             CALLS.len()
         ),

@@ -24,8 +24,6 @@ pub struct Module {
     pub cluster: bool,
     /// The changes counter (`<name>.changes`), where [`Replication::counts_changes`].
     pub counter_c: Option<CString>,
-    /// Every command the module registered (what ACL rules may name).
-    pub names: Vec<CString>,
     /// The built-in MSETEX is renamed away: the filter sends its calls to this command.
     pub alias: bool,
 }

@@ -9,9 +9,7 @@ use crate::config::Module;
 use crate::docs::Docs;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::replication::{CallForm, Replication};
-use crate::server::{
-    Builtin, Environment, KeysDeclared, Profile, Server, ServerCommand, UnloadGuard,
-};
+use crate::server::{Builtin, Environment, KeysDeclared, Profile, Server};
 use crate::syntax::{apply, Syntax};
 use crate::write::Batching;
 
@@ -110,13 +108,10 @@ pub fn plan(
     );
     check_commands(&profile, &replication, environment)?;
     let commands = registrations(&c_name, syntax, &profile, &replication)?;
-    let names = |role: Option<Role>| -> Vec<CString> {
-        commands
-            .iter()
-            .filter(|command| role.is_none_or(|role| command.role == role))
-            .map(|command| command.name.clone())
-            .collect()
-    };
+    let counter_c = commands
+        .iter()
+        .find(|command| command.role == Role::ChangesCounter)
+        .map(|command| command.name.clone());
     let module = Module {
         name_c: c_name("")?,
         syntax,
@@ -124,8 +119,7 @@ pub fn plan(
         replication,
         acl: AclCheck::ByName,
         cluster: environment.cluster,
-        counter_c: names(Some(Role::ChangesCounter)).pop(),
-        names: names(None),
+        counter_c,
         alias,
         profile,
         name,
@@ -217,15 +211,6 @@ fn notes(module: &Module, environment: Environment) -> Vec<String> {
              MSETEX calls in its place, as '{name}' (the server cannot give a module the name \
              of a command it renamed; grant '{name}' or its categories in ACL rules)"
         ));
-    }
-    if profile.unload_guard == UnloadGuard::Module && !environment.callable.has(ServerCommand::Acl)
-    {
-        notes.push(
-            "ACL is renamed away (rename-command): MODULE UNLOAD will be refused, since the module \
-             cannot tell whether ACL rules name its commands (this server would crash unloading \
-             them)"
-                .to_owned(),
-        );
     }
     notes
 }

@@ -133,16 +133,13 @@ pub enum ServerCommand {
     Set,
     /// The built-in (Redis 8.4+, Valkey 9.1+): Valkey's batch, native replication, stepping aside.
     Msetex,
-    /// `ACL LIST`, read before MODULE UNLOAD where the module guards it ([`UnloadGuard`]).
-    Acl,
 }
 
 impl ServerCommand {
-    pub const ALL: [ServerCommand; 4] = [
+    pub const ALL: [ServerCommand; 3] = [
         ServerCommand::Mset,
         ServerCommand::Set,
         ServerCommand::Msetex,
-        ServerCommand::Acl,
     ];
 
     pub fn name(self) -> &'static CStr {
@@ -150,7 +147,6 @@ impl ServerCommand {
             ServerCommand::Mset => c"MSET",
             ServerCommand::Set => c"SET",
             ServerCommand::Msetex => c"MSETEX",
-            ServerCommand::Acl => c"ACL",
         }
     }
 
@@ -166,7 +162,7 @@ pub struct Callable(u8);
 impl Callable {
     /// Every command there (what the unit tests start from).
     #[cfg(test)]
-    pub const ALL: Callable = Callable(0b1111);
+    pub const ALL: Callable = Callable(0b111);
 
     /// The commands for which `probe` says yes.
     pub fn probe(mut probe: impl FnMut(ServerCommand) -> bool) -> Callable {
@@ -197,15 +193,6 @@ pub enum Builtin {
     Serving,
     /// There, but renamed away (`rename-command MSETEX ""`): the name is free for the module.
     RenamedAway,
-}
-
-/// Who keeps MODULE UNLOAD from crashing the server while ACL rules name a module command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnloadGuard {
-    /// Valkey 9.1+ refuses such an unload itself.
-    Server,
-    /// Elsewhere (Redis 6.2 - 8.6, Valkey 7.2 - 8.1 crash; so may an unknown server): the module.
-    Module,
 }
 
 /// What SET does when its deadline is already past.
@@ -296,7 +283,6 @@ pub struct Profile {
     pub native_replication: bool,
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
-    pub unload_guard: UnloadGuard,
 }
 
 /// How the server learns where a call's keys are.
@@ -379,11 +365,6 @@ impl Profile {
             shortcut_allowed: !environment.cluster,
             native_replication: builtin == Builtin::Serving && !environment.cluster,
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
-            unload_guard: if !redis && server.at_least((0, 0), (9, 1)) {
-                UnloadGuard::Server
-            } else {
-                UnloadGuard::Module
-            },
         }
     }
 
@@ -412,7 +393,6 @@ impl Profile {
             shortcut_allowed: false,
             native_replication: false,
             atomic_slot_migration: false,
-            unload_guard: UnloadGuard::Module,
         }
     }
 

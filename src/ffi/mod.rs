@@ -196,7 +196,7 @@ mod sds;
 pub use redis_module::raw::RedisModuleCtx as RawCtx;
 
 pub use acl::{acl_check_available, AclVerdict};
-pub use call::{CallValue, Head, Propagation, Values};
+pub use call::{Head, Propagation, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module,
 };

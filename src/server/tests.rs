@@ -264,23 +264,11 @@ fn options_where_keys_come_from_key_specs() {
 }
 
 #[test]
-fn unload_and_native_replication() {
+fn native_replication() {
     let cluster = Environment {
         cluster: true,
         ..PLAIN
     };
-    let guard = |server: &Server| Profile::new(Some(server), PLAIN).unload_guard;
-    for server in [
-        redis("6.2.16"),
-        redis("7.0.15"),
-        redis("8.6.3"),
-        valkey("8.1.1"),
-        valkey("9.0.0"),
-    ] {
-        assert_eq!(guard(&server), UnloadGuard::Module, "{server:?}");
-    }
-    assert_eq!(guard(&valkey("9.1.2")), UnloadGuard::Server);
-    assert_eq!(Profile::new(None, PLAIN).unload_guard, UnloadGuard::Module);
     for server in [redis("8.6.3"), valkey("9.1.2")] {
         assert!(
             Profile::new(Some(&server), PLAIN).native_replication,

@@ -88,7 +88,7 @@ fn write(
     } else {
         Fork::None
     };
-    let written = write::write_all(
+    let outcome = write::write_all(
         ctx,
         &module.profile,
         pairs,
@@ -96,7 +96,14 @@ fn write(
         batching,
         fork,
         &mut wire,
-    )?;
+    );
+    let written = match outcome {
+        Ok(written) => written,
+        Err(abort) => {
+            wire.abandon(deadline.resolved());
+            return Err(abort.into());
+        }
+    };
     wire.finish(&module.replication, pairs, deadline.resolved())?;
     stats::record_keys(written);
     Ok(match request.ack {

@@ -248,6 +248,8 @@ pub struct Wire<'call> {
     set_tail: Option<Vec<OwnedString>>,
     /// The changes counter (`<name>.changes`) where each call goes as one command.
     counter: Option<&'call CStr>,
+    /// For [`Sends::PerCall`]: the pairs written so far, sent key by key if the call aborts.
+    written: Vec<(Arg<'call>, Arg<'call>)>,
 }
 
 impl<'call> Wire<'call> {
@@ -270,7 +272,38 @@ impl<'call> Wire<'call> {
             sends,
             set_tail: None,
             counter,
+            written: Vec::new(),
         }
+    }
+
+    /// After an [`Abort`] where the call goes as one command: the keys it wrote stay written, so
+    /// replicas and the AOF get each as `SET key value <expiry>` (they never diverge).
+    pub fn abandon(mut self, expiry: Option<Resolved>) {
+        let Some(expiry) = expiry else { return };
+        for (key, value) in std::mem::take(&mut self.written) {
+            // Best effort: the call already answers with its abort.
+            let _ = self.replicate_set(key, value, expiry);
+        }
+    }
+
+    fn replicate_set(
+        &mut self,
+        key: Arg<'call>,
+        value: Arg<'call>,
+        expiry: Resolved,
+    ) -> Result<(), Abort> {
+        let ctx = self.ctx;
+        if self.set_tail.is_none() {
+            let tail = words(expiry.into(), Form::Options)
+                .and_then(|words| words.into_iter().map(|w| string(ctx, w)).collect())
+                .ok_or(Abort("allocate the replicated command"))?;
+            self.set_tail = Some(tail);
+        }
+        let tail = self.set_tail.as_deref().unwrap_or_default();
+        if !ctx.replicate_set(key, value, tail) {
+            return Err(Abort("replicate"));
+        }
+        Ok(())
     }
 
     /// Ends the call: if it goes as one command and a write needs it, replicates it (`pairs`,
@@ -371,23 +404,14 @@ impl<'call> Sink<Arg<'call>> for Wire<'call> {
             (_, WrittenBy::ReplicatedCommand) => {}
             (Sends::CountOnly, WrittenBy::KeyApi) => ctx.count_change(),
             (Sends::CountOnly, WrittenBy::Command) => {}
-            (Sends::PerKey, _) => {
-                if self.set_tail.is_none() {
-                    let tail = words(expiry.into(), Form::Options)
-                        .and_then(|words| words.into_iter().map(|w| string(ctx, w)).collect())
-                        .ok_or(Abort("allocate the replicated command"))?;
-                    self.set_tail = Some(tail);
+            (Sends::PerKey, _) => self.replicate_set(key, value, expiry)?,
+            (Sends::PerCall { uncounted, pending }, by) => {
+                if by == WrittenBy::KeyApi {
+                    *uncounted += 1;
                 }
-                let tail = self.set_tail.as_deref().unwrap_or_default();
-                if !ctx.replicate_set(key, value, tail) {
-                    return Err(Abort("replicate"));
-                }
-            }
-            (Sends::PerCall { uncounted, pending }, WrittenBy::KeyApi) => {
-                *uncounted += 1;
                 *pending = true;
+                self.written.push((key, value));
             }
-            (Sends::PerCall { pending, .. }, WrittenBy::Command) => *pending = true,
         }
         Ok(())
     }

@@ -53,22 +53,8 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
         return Vec::new();
     };
     let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
-    let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || is_alias(arg);
-    let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
-    // Where the call is in the command, and whether the server routes it.
-    let (at, routed) = match args {
-        [first, ..] if is_ours(first) => (0, true),
-        [command, sub, name, ..]
-            if is(command, b"COMMAND")
-                && (is(sub, b"GETKEYS") || is(sub, b"GETKEYSANDFLAGS"))
-                && is_ours(name) =>
-        {
-            (2, false)
-        }
-        [acl, sub, _user, name, ..] if is(acl, b"ACL") && is(sub, b"DRYRUN") && is_ours(name) => {
-            (3, false)
-        }
-        _ => return Vec::new(),
+    let Some((at, routed)) = locate(module, args) else {
+        return Vec::new();
     };
     let call = args.get(at..).unwrap_or_default();
     // A typed client's numkeys call, refused by the TTL form: answered before keys read from its
@@ -113,6 +99,28 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
         });
     }
     changes
+}
+
+/// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
+/// the server routes it (only the call itself).
+fn locate(module: &config::Module, args: &[&[u8]]) -> Option<(usize, bool)> {
+    let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
+    let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || is_alias(arg);
+    let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
+    match args {
+        [first, ..] if is_ours(first) => Some((0, true)),
+        [command, sub, name, ..]
+            if is(command, b"COMMAND")
+                && (is(sub, b"GETKEYS") || is(sub, b"GETKEYSANDFLAGS"))
+                && is_ours(name) =>
+        {
+            Some((2, false))
+        }
+        [acl, sub, _user, name, ..] if is(acl, b"ACL") && is(sub, b"DRYRUN") && is_ours(name) => {
+            Some((3, false))
+        }
+        _ => None,
+    }
 }
 
 /// Turns the command into an unknown one named `text`: the server answers `ERR unknown command

@@ -61,17 +61,12 @@ impl<'call> Ctx<'call> {
         argv.extend(pairs.iter().map(|arg| arg.ptr));
         // Each other command on the first key, which the user may write by now (a command
         // renamed away, ENOENT, is no rule's).
-        let other_allowed = |(name, rest): &(&CStr, &[&str])| {
-            let strings: Option<Vec<OwnedString>> = std::iter::once(name.to_bytes())
-                .chain(rest.iter().map(|arg| arg.as_bytes()))
-                .map(|arg| self.string(arg))
-                .collect();
-            let (Some(strings), Some(key)) = (strings, pairs.first()) else {
-                return false;
-            };
-            let mut argv: Vec<_> = strings.iter().map(|s| s.ptr).collect();
-            argv.insert(1, key.ptr);
-            run(&argv) || errno() == Some(libc::ENOENT)
+        let other_allowed = |other: &(&CStr, &[&str])| match self.on_first_key(other, pairs) {
+            Some(strings) => {
+                run(&strings.iter().map(|s| s.ptr).collect::<Vec<_>>())
+                    || errno() == Some(libc::ENOENT)
+            }
+            None => false,
         };
         let verdict = if run(&argv) {
             if others.iter().all(other_allowed) {
@@ -88,6 +83,20 @@ impl<'call> Ctx<'call> {
         // SAFETY: freed exactly once, not used afterwards.
         unsafe { free_user(user) };
         verdict
+    }
+
+    /// `name <first key> rest...` as module strings.
+    fn on_first_key(
+        &self,
+        (name, rest): &(&CStr, &[&str]),
+        pairs: &[Arg<'call>],
+    ) -> Option<Vec<OwnedString>> {
+        let key = pairs.first()?.bytes();
+        std::iter::once(name.to_bytes())
+            .chain(std::iter::once(key))
+            .chain(rest.iter().map(|arg| arg.as_bytes()))
+            .map(|arg| self.string(arg))
+            .collect()
     }
 
     fn log_refusal(

@@ -131,8 +131,9 @@ fn keys_were_declared(
     Err(Refusal::Undeclared)
 }
 
-/// Redis 7.0: MSET's permission on exactly the call's keys ([`AclCheck::AlsoMset`]); the
-/// replication link and AOF loading are not checked, as by the server's own check.
+/// Redis 7.0: MSET's permission on exactly the call's keys, and the other commands of MSETEX's
+/// 7.2 categories on the first key ([`AclCheck::AlsoMset`]); the replication link and AOF loading
+/// are not checked, as by the server's own check.
 fn check_acl(
     ctx: &Ctx<'_>,
     module: &Module,

@@ -37,7 +37,9 @@ fn may_unload(ctx: &Ctx<'_>) -> bool {
         return true;
     }
     ctx.log_warning(
-        "msetex: MODULE UNLOAD refused: the server can crash once this module's commands are gone          (a client with MSETEX queued in MULTI, a client that last ran it, an ACL rule naming it);          restart the server without the loadmodule line to remove the module",
+        "MODULE UNLOAD refused: the server can crash once this module's commands are gone (a \
+         client with MSETEX queued in MULTI, a client that last ran it, an ACL rule naming it); \
+         restart the server without the loadmodule line to remove the module",
     );
     false
 }

@@ -139,8 +139,8 @@ pub fn plan(
     })))
 }
 
-/// The commands to register, in order: only what this deployment sends, as each name is one more
-/// that ACL rules can hold (and MODULE UNLOAD must then refuse).
+/// The commands to register, in order: only what this deployment sends (each name is one more
+/// that ACL rules can hold).
 fn registrations(
     c_name: &dyn Fn(&str) -> Result<CString, String>,
     syntax: Syntax,

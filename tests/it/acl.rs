@@ -496,10 +496,10 @@ fn as_peers<'a>(call: &[&'a str]) -> Vec<Vec<&'a str>> {
 }
 
 /// README, *Security*: on Redis 7.0 no call writes what Redis 7.2 refuses,
-/// whatever way the user got its rules (but [`KNOWN_DIFFERENCES`]); a call
-/// 7.0 refuses and 7.2 allows is refused by the server's own check (no
-/// rule by name) or by MSET's permission on its keys, with an ACL LOG
-/// entry; and where both allow, both do the same.
+/// whatever way the user got its rules ([`KNOWN_DIFFERENCES`] is empty); a
+/// call 7.0 refuses and 7.2 allows is refused by the server's own check (no
+/// rule by name), by MSET's permission on its keys or by another command of
+/// MSETEX's categories, with an ACL LOG entry; where both allow, both do the same.
 #[test]
 fn redis_7_0_writes_nothing_redis_7_2_refuses() {
     let Some(oracle) = redis_7_2_oracle() else {

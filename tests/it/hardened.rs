@@ -14,7 +14,7 @@ const COMMANDS: [&str; 5] = ["MSET", "SET", "MSETEX", "ACL", "CONFIG"];
 
 /// Whether the module loads on this server in `mode` with `command`
 /// renamed away: it refuses only where every path it could take needs the
-/// command (README, *Hardened configurations*).
+/// command (docs/OPERATIONS.md, *Hardened configurations*).
 fn loads_without(command: &str, mode: Replicate) -> bool {
     let t = target();
     let redis_6_2 = !t.is_7_0_or_later();
@@ -232,7 +232,7 @@ fn module_unload_is_refused_so_nothing_reaches_a_command_gone() {
     );
 }
 
-/// README, *Replacing a built-in*: where the built-in MSETEX is renamed
+/// docs/OPERATIONS.md, *Servers with their own MSETEX*: where the built-in MSETEX is renamed
 /// away, `SYNTAX NUMKEYS` serves MSETEX under its own name, with replicas
 /// and the AOF (the cluster side is in resharding.rs).
 #[test]

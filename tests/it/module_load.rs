@@ -31,7 +31,11 @@ fn loads_at_run_time_and_refuses_to_unload() {
         "{refused}"
     );
     assert!(
-        server.log().contains("MODULE UNLOAD refused"),
+        server.log().contains(
+            "<msetex> MODULE UNLOAD refused: the server can crash once this module's commands are \
+             gone (a client with MSETEX queued in MULTI, a client that last ran it, an ACL rule \
+             naming it); restart the server without the loadmodule line to remove the module"
+        ),
         "{}",
         server.log()
     );

@@ -7,7 +7,7 @@
 //!   deadline, in both REPLICATE modes and both syntaxes, with or without
 //!   io-threads, and the source must stay up; SET is the oracle.
 //! - The built-in MSETEX of Redis 8.6.3 and Valkey 9.1.2 is wrong in a
-//!   cluster (README, *Cluster*): these tests show it, so that the README
+//!   cluster (docs/OPERATIONS.md, *Cluster*): these tests show it, so that the docs
 //!   stays true.
 //! - Legacy migration (`CLUSTER SETSLOT ... MIGRATING / IMPORTING` and
 //!   MIGRATE) on every server.
@@ -262,7 +262,7 @@ fn module_configs(mode: Replicate) -> Vec<(String, ServerConfig, Writes, String)
             Writes::Numkeys,
             target().numkeys_name().to_owned(),
         ));
-        // README, *Replacing a built-in*: the built-in renamed away, the
+        // docs/OPERATIONS.md, *Servers with their own MSETEX*: the built-in renamed away, the
         // module serves MSETEX itself.
         if target().has_builtin_msetex() {
             list.push((
@@ -471,7 +471,7 @@ fn the_replacement_is_routed_by_its_keys() {
     );
 }
 
-/// README, *Cluster*: Redis 8.4+'s built-in MSETEX is not sent to the
+/// docs/OPERATIONS.md, *Cluster*: Redis 8.4+'s built-in MSETEX is not sent to the
 /// node a slot migrates to (it declares no key the migration's slot filter
 /// can read), so a write acknowledged while the slot moves is lost; SET and
 /// the module's MSETEX in the same migration arrive.
@@ -519,7 +519,7 @@ fn redis_builtin_msetex_is_lost_during_atomic_slot_migration() {
     assert_eq!(
         get(&mut dst, "{06S}builtin"),
         None,
-        "the built-in's write arrived: README needs updating"
+        "the built-in's write arrived: docs/OPERATIONS.md needs updating"
     );
     record_result(
         "Redis built-in MSETEX during atomic slot migration",
@@ -527,7 +527,7 @@ fn redis_builtin_msetex_is_lost_during_atomic_slot_migration() {
     );
 }
 
-/// README, *Cluster*: Valkey 9.1's built-in MSETEX is not routed: a node
+/// docs/OPERATIONS.md, *Cluster*: Valkey 9.1's built-in MSETEX is not routed: a node
 /// writes keys of slots it does not own, and accepts keys of two slots.
 #[test]
 fn valkey_builtin_msetex_ignores_slot_ownership() {
@@ -550,7 +550,7 @@ fn valkey_builtin_msetex_ignores_slot_ownership() {
     assert_eq!(
         builtin(&mut con, &["MSETEX", "1", "{m}x", "1"]).ok(),
         Some(1),
-        "README needs updating"
+        "docs/OPERATIONS.md needs updating"
     );
     assert_eq!(
         q::<i64, _>(&mut con, &["CLUSTER", "COUNTKEYSINSLOT", "15627"]),

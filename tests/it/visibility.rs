@@ -3,8 +3,8 @@
 //! the same server. Keys the server's own command writes for MSETEX (MSET,
 //! or the built-in MSETEX on Valkey 9.1+: integers everywhere, and what the
 //! key API cannot write as SET would) run that command on a client of the
-//! module's, which MONITOR, SLOWLOG and commandstats see (README, *What it
-//! does to each key*).
+//! module's, which MONITOR, SLOWLOG and commandstats see (docs/COMMAND.md,
+//! *Behaviour*).
 
 use msetex_harness::*;
 use std::time::Duration;

@@ -18,16 +18,17 @@ pub enum AclCheck {
 }
 
 /// Redis 7.0's commands whose ACL categories are exactly MSETEX's on 7.2, `@write @string @slow`,
-/// besides MSET (which is asked with the call's keys), each with the arguments that follow the
-/// call's first key (a shorter call crashes 7.0's key lookup). A rule that takes one of those
-/// categories away takes at least one of them, unless it grants every one back by name, so the
-/// user may run MSETEX where 7.2 would let it (`tests/it/acl.rs` checks the list against ACL CAT).
-pub const SAME_CATEGORIES: [(&CStr, &[&str]); 5] = [
-    (c"SET", &["v"]),
-    (c"SETEX", &["1", "v"]),
-    (c"PSETEX", &["1", "v"]),
-    (c"MSETNX", &["v"]),
-    (c"SETRANGE", &["0", "v"]),
+/// besides MSET (which is asked with the call's keys), each with how many arguments follow the
+/// call's first key (a shorter call crashes 7.0's key lookup; the check reads only the name and the
+/// key, so the call's own first value fills them). A rule that takes one of those categories away
+/// takes at least one of them, unless it grants every one back by name, so the user may run MSETEX
+/// where 7.2 would let it (`tests/it/acl.rs` checks the list against ACL CAT).
+pub const SAME_CATEGORIES: [(&CStr, usize); 5] = [
+    (c"SET", 1),
+    (c"SETEX", 2),
+    (c"PSETEX", 2),
+    (c"MSETNX", 1),
+    (c"SETRANGE", 2),
 ];
 
 impl AclCheck {

@@ -19,15 +19,14 @@ pub enum AclVerdict {
 
 impl<'call> Ctx<'call> {
     /// Whether the caller's user may run `command` (MSET) with `pairs`, the command and every key
-    /// in one selector, as the server checks (Redis 7.0+), and each of `others` (name, arguments
-    /// after the first key) on the first key. A
-    /// refusal goes to the ACL log as the server's (reason `command` with `logged`, or `key` with
+    /// in one selector, as the server checks (Redis 7.0+), and each of `others` (name, how many
+    /// arguments follow the key) on the first key. A refusal goes to the ACL log as the server's (reason `command` with `logged`, or `key` with
     /// the first key the user can't write). Clients without a user may run anything; a missing
     /// API or failed check is a refusal.
     pub fn may_run(
         &self,
         command: &CStr,
-        others: &[(&CStr, &[&str])],
+        others: &[(&CStr, usize)],
         pairs: &[Arg<'call>],
         logged: &CStr,
     ) -> AclVerdict {
@@ -42,7 +41,9 @@ impl<'call> Ctx<'call> {
         let Some(name) = self.caller_name() else {
             return AclVerdict::Allowed;
         };
-        let Some(command) = self.string(command.to_bytes()) else {
+        let (Some(command), Some(key), Some(value)) =
+            (self.string(command.to_bytes()), pairs.first(), pairs.get(1))
+        else {
             return AclVerdict::DeniedCommand;
         };
         // SAFETY: name is a live string; the user (or NULL) is ours to free.
@@ -50,31 +51,31 @@ impl<'call> Ctx<'call> {
         if user.is_null() {
             return AclVerdict::DeniedCommand; // the user was deleted meanwhile
         }
-        let run = |argv: &[*mut RedisModuleString]| {
-            let mut ptrs = argv.to_vec();
-            let argc = c_int::try_from(ptrs.len()).unwrap_or(0);
-            // SAFETY: user is live; ptrs holds argc live strings.
-            unsafe { check(user, ptrs.as_mut_ptr(), argc) == OK }
+        let run = |argv: &mut [*mut RedisModuleString]| {
+            let argc = c_int::try_from(argv.len()).unwrap_or(0);
+            // SAFETY: user is live; argv holds argc live strings, which the check only reads.
+            unsafe { check(user, argv.as_mut_ptr(), argc) == OK }
         };
         let mut argv = Vec::with_capacity(1 + pairs.len());
         argv.push(command.ptr);
         argv.extend(pairs.iter().map(|arg| arg.ptr));
         // Each other command on the first key, which the user may write by now (a command
-        // renamed away, ENOENT, is no rule's).
-        let other_allowed = |other: &(&CStr, &[&str])| match self.on_first_key(other, pairs) {
-            Some(strings) => {
-                run(&strings.iter().map(|s| s.ptr).collect::<Vec<_>>())
-                    || errno() == Some(libc::ENOENT)
-            }
-            None => false,
+        // renamed away, ENOENT, is no rule's); the call's strings fill its other arguments.
+        let other_allowed = |&(other, after_key): &(&CStr, usize)| {
+            let Some(other) = self.string(other.to_bytes()) else {
+                return false;
+            };
+            let mut other_argv = [other.ptr, key.ptr, value.ptr, value.ptr];
+            let len = (2 + after_key).min(other_argv.len());
+            run(&mut other_argv[..len]) || errno() == Some(libc::ENOENT)
         };
-        let verdict = if run(&argv) {
+        let verdict = if run(&mut argv) {
             if others.iter().all(other_allowed) {
                 AclVerdict::Allowed
             } else {
                 AclVerdict::DeniedCommand
             }
-        } else if !run(&argv[..1]) {
+        } else if !run(&mut argv[..1]) {
             AclVerdict::DeniedCommand
         } else {
             AclVerdict::DeniedKey
@@ -83,20 +84,6 @@ impl<'call> Ctx<'call> {
         // SAFETY: freed exactly once, not used afterwards.
         unsafe { free_user(user) };
         verdict
-    }
-
-    /// `name <first key> rest...` as module strings.
-    fn on_first_key(
-        &self,
-        (name, rest): &(&CStr, &[&str]),
-        pairs: &[Arg<'call>],
-    ) -> Option<Vec<OwnedString>> {
-        let key = pairs.first()?.bytes();
-        std::iter::once(name.to_bytes())
-            .chain(std::iter::once(key))
-            .chain(rest.iter().map(|arg| arg.as_bytes()))
-            .map(|arg| self.string(arg))
-            .collect()
     }
 
     fn log_refusal(

@@ -53,7 +53,8 @@ impl Report {
             "\n## Every server\n\nBatch 100, 32-byte values, server time per key as a ratio \
              to MSET in the same round (overwrite / fresh). The replica runs with the module \
              (REPLICATE MSETEX). On servers with a built-in MSETEX the module is loaded as \
-             `{RENAMED}`; the last column is the module against the built-in.\n\n\
+             `{RENAMED}` and replicates each call as one native MSETEX (in both modes); the last \
+             column is the module against the built-in.\n\n\
              | server | MSETEX, no persistence | MSETEX, one replica | SETEX pipelined, one replica | built-in MSETEX, one replica | module / built-in, one replica |\n\
              | --- | ---: | ---: | ---: | ---: | ---: |"
         );

@@ -30,7 +30,7 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
         }
         let request = apply::parse(args)?;
         let pairs = args.get(request.pairs.clone()).unwrap_or_default();
-        write(ctx, module, pairs, &request, flags)
+        write(ctx, module, pairs, &request, flags, ctx.now_ms())
     })
 }
 
@@ -57,23 +57,26 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Failure>
 
 fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failure> {
     let flags = ctx.flags();
-    let request = module.syntax.parse(args, ctx.now_ms(), module.packed())?;
+    let now_ms = ctx.now_ms();
+    let request = module.syntax.parse(args, now_ms, module.packed())?;
     keys_were_declared(module, &request, flags, args.len())?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
     check_acl(ctx, module, pairs, flags)?;
     if !write::condition_holds(ctx, &module.profile, pairs, request.condition) {
         return Ok(Reply::Integer(0));
     }
-    write(ctx, module, pairs, &request, flags)
+    write(ctx, module, pairs, &request, flags, now_ms)
 }
 
 /// Writes a validated call: every refusing check has passed, so an error is now an [`Abort`].
+/// `now_ms` is the clock the call was parsed with.
 fn write(
     ctx: &Ctx<'_>,
     module: &Module,
     pairs: &[Arg<'_>],
     request: &Request,
     flags: ContextFlags,
+    now_ms: i64,
 ) -> Result<Reply, Failure> {
     let mut wire = Wire::new(
         ctx,
@@ -82,7 +85,7 @@ fn write(
         flags.aof,
     );
     let mut deadline = Deadline::new(request.expiry);
-    let batching = Batching::choose(&module.profile, request.expiry, ctx.now_ms());
+    let batching = Batching::choose(&module.profile, request.expiry, now_ms);
     let fork = if flags.active_child {
         Fork::Running
     } else {
@@ -100,7 +103,7 @@ fn write(
     let written = match outcome {
         Ok(written) => written,
         Err(abort) => {
-            wire.abandon(deadline.resolved());
+            wire.abandon(pairs, deadline.resolved());
             return Err(abort.into());
         }
     };

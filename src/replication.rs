@@ -236,8 +236,9 @@ enum Sends {
     CountOnly,
     /// `REPLICATE SET`: each key as `SET key value <tail>`.
     PerKey,
-    /// One command at the end once a write needs it (`pending`), counting the key-API writes.
-    PerCall { uncounted: usize, pending: bool },
+    /// One command at the end once a key was written (`written`, the first pairs of the call: the
+    /// writer reports keys in argument order), counting the key-API writes.
+    PerCall { uncounted: usize, written: usize },
 }
 
 /// One call's replication: created before the first write, fed each, finished after the last.
@@ -248,8 +249,6 @@ pub struct Wire<'call> {
     set_tail: Option<Vec<OwnedString>>,
     /// The changes counter (`<name>.changes`) where each call goes as one command.
     counter: Option<&'call CStr>,
-    /// For [`Sends::PerCall`]: the pairs written so far, sent key by key if the call aborts.
-    written: Vec<(Arg<'call>, Arg<'call>)>,
 }
 
 impl<'call> Wire<'call> {
@@ -264,7 +263,7 @@ impl<'call> Wire<'call> {
             Replication::PerKey => Sends::PerKey,
             Replication::PerCall { .. } => Sends::PerCall {
                 uncounted: 0,
-                pending: false,
+                written: 0,
             },
         };
         Wire {
@@ -272,17 +271,21 @@ impl<'call> Wire<'call> {
             sends,
             set_tail: None,
             counter,
-            written: Vec::new(),
         }
     }
 
     /// After an [`Abort`] where the call goes as one command: the keys it wrote stay written, so
     /// replicas and the AOF get each as `SET key value <expiry>` (they never diverge).
-    pub fn abandon(mut self, expiry: Option<Resolved>) {
-        let Some(expiry) = expiry else { return };
-        for (key, value) in std::mem::take(&mut self.written) {
-            // Best effort: the call already answers with its abort.
-            let _ = self.replicate_set(key, value, expiry);
+    pub fn abandon(mut self, pairs: &[Arg<'call>], expiry: Option<Resolved>) {
+        let (Sends::PerCall { written, .. }, Some(expiry)) = (&self.sends, expiry) else {
+            return;
+        };
+        let written = *written;
+        for pair in pairs.chunks_exact(2).take(written) {
+            if let &[key, value] = pair {
+                // Best effort: the call already answers with its abort.
+                let _ = self.replicate_set(key, value, expiry);
+            }
         }
     }
 
@@ -317,14 +320,14 @@ impl<'call> Wire<'call> {
         let (
             Sends::PerCall {
                 uncounted,
-                pending: true,
+                written: 1..,
             },
             Replication::PerCall { command, form },
         ) = (self.sends, replication)
         else {
             return Ok(());
         };
-        // Known once the first key was written, which `pending` says.
+        // Known once the first key was written.
         let expiry = expiry.ok_or(Abort("resolve the deadline"))?;
         let (head, tail) = match form {
             CallForm::Apply => (words(expiry.into(), Form::Apply), Some(Vec::new())),
@@ -405,12 +408,11 @@ impl<'call> Sink<Arg<'call>> for Wire<'call> {
             (Sends::CountOnly, WrittenBy::KeyApi) => ctx.count_change(),
             (Sends::CountOnly, WrittenBy::Command) => {}
             (Sends::PerKey, _) => self.replicate_set(key, value, expiry)?,
-            (Sends::PerCall { uncounted, pending }, by) => {
+            (Sends::PerCall { uncounted, written }, by) => {
                 if by == WrittenBy::KeyApi {
                     *uncounted += 1;
                 }
-                *pending = true;
-                self.written.push((key, value));
+                *written += 1;
             }
         }
         Ok(())

@@ -20,9 +20,9 @@ pub enum AclVerdict {
 impl<'call> Ctx<'call> {
     /// Whether the caller's user may run `command` (MSET) with `pairs`, the command and every key
     /// in one selector, as the server checks (Redis 7.0+), and each of `others` (name, how many
-    /// arguments follow the key) on the first key. A refusal goes to the ACL log as the server's (reason `command` with `logged`, or `key` with
-    /// the first key the user can't write). Clients without a user may run anything; a missing
-    /// API or failed check is a refusal.
+    /// arguments follow the key) on the first key. A refusal goes to the ACL log as the server's
+    /// (reason `command` with `logged`, or `key` with the first key the user can't write).
+    /// Clients without a user may run anything; a missing API or failed check is a refusal.
     pub fn may_run(
         &self,
         command: &CStr,
@@ -59,18 +59,11 @@ impl<'call> Ctx<'call> {
         let mut argv = Vec::with_capacity(1 + pairs.len());
         argv.push(command.ptr);
         argv.extend(pairs.iter().map(|arg| arg.ptr));
-        // Each other command on the first key, which the user may write by now (a command
-        // renamed away, ENOENT, is no rule's); the call's strings fill its other arguments.
-        let other_allowed = |&(other, after_key): &(&CStr, usize)| {
-            let Some(other) = self.string(other.to_bytes()) else {
-                return false;
-            };
-            let mut other_argv = [other.ptr, key.ptr, value.ptr, value.ptr];
-            let len = (2 + after_key).min(other_argv.len());
-            run(&mut other_argv[..len]) || errno() == Some(libc::ENOENT)
-        };
         let verdict = if run(&mut argv) {
-            if others.iter().all(other_allowed) {
+            if others
+                .iter()
+                .all(|other| self.other_allowed(&run, *other, key, value))
+            {
                 AclVerdict::Allowed
             } else {
                 AclVerdict::DeniedCommand
@@ -84,6 +77,23 @@ impl<'call> Ctx<'call> {
         // SAFETY: freed exactly once, not used afterwards.
         unsafe { free_user(user) };
         verdict
+    }
+
+    /// `other` on the call's first key, which the user may write by now (a command renamed away,
+    /// ENOENT, is no rule's); the call's strings fill its other arguments.
+    fn other_allowed(
+        &self,
+        run: &impl Fn(&mut [*mut RedisModuleString]) -> bool,
+        (other, after_key): (&CStr, usize),
+        key: &Arg<'call>,
+        value: &Arg<'call>,
+    ) -> bool {
+        let Some(other) = self.string(other.to_bytes()) else {
+            return false;
+        };
+        let mut argv = [other.ptr, key.ptr, value.ptr, value.ptr];
+        let len = (2 + after_key).min(argv.len());
+        run(&mut argv[..len]) || errno() == Some(libc::ENOENT)
     }
 
     fn log_refusal(

@@ -69,4 +69,9 @@ impl Module {
     pub fn filter_packs(&self) -> bool {
         self.packs_for().is_some()
     }
+
+    /// Whether `name` is the renamed-away built-in's, which this module serves ([`Module::alias`]).
+    pub fn is_alias(&self, name: &[u8]) -> bool {
+        self.alias && name.eq_ignore_ascii_case(b"MSETEX")
+    }
 }

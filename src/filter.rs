@@ -33,7 +33,7 @@ pub fn seen(name: &[u8]) -> Seen {
     let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
     let asked_about = packs || module.alias;
     if (packs && is(module.name.as_bytes()))
-        || (module.alias && is(b"MSETEX"))
+        || module.is_alias(name)
         || ((asked_about || module.syntax == Syntax::Ttl) && is(b"COMMAND"))
         || (asked_about && is(b"ACL"))
     {
@@ -52,7 +52,6 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
     let Some(module) = config::get() else {
         return Vec::new();
     };
-    let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
     let Some((at, routed)) = locate(module, args) else {
         return Vec::new();
     };
@@ -72,7 +71,7 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
     // The built-in renamed away: its calls go to this command.
     let mut changes: Vec<ArgsChange> = call
         .first()
-        .filter(|first| is_alias(first))
+        .filter(|first| module.is_alias(first))
         .map(|_| ArgsChange {
             at,
             replaced: 1,
@@ -104,8 +103,8 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
 /// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
 /// the server routes it (only the call itself).
 fn locate(module: &config::Module, args: &[&[u8]]) -> Option<(usize, bool)> {
-    let is_alias = |arg: &&[u8]| module.alias && arg.eq_ignore_ascii_case(b"MSETEX");
-    let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || is_alias(arg);
+    let is_ours =
+        |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || module.is_alias(arg);
     let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
     match args {
         [first, ..] if is_ours(first) => Some((0, true)),

@@ -1,10 +1,12 @@
 //! The client examples: examples/redis_rs.rs (the TTL form) and
 //! examples/typed_client.rs (redis-rs's typed `mset_ex`, served by the
-//! NUMKEYS form), compiled by `cargo test`, and examples/redis_py.py
-//! (redis-py), all run here against a live server; the README shows
-//! redis_py.py and redis_rs.rs verbatim.
+//! NUMKEYS form), compiled by `cargo test`, examples/redis_py.py
+//! (redis-py), and examples/node (node-redis's `mSetEx` and ioredis's
+//! `msetex`, installed with `npm ci`), all run here against a live server;
+//! the README shows redis_py.py and redis_rs.rs verbatim.
 
 use msetex_harness::*;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -13,14 +15,18 @@ fn manifest_file(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// target/<profile>, where this test's own binary is (in deps/).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
 /// target/<profile>/examples/<name>, next to this test's own binary.
 fn example_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let binary = profile_dir.join("examples").join(name);
+    let binary = profile_dir().join("examples").join(name);
     assert!(
         binary.is_file(),
         "{} missing: cargo test builds examples",
@@ -179,4 +185,152 @@ fn the_redis_py_example_runs() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_the_examples_writes(&server, &stdout);
+}
+
+/// What `npm ci` says when it cannot reach the registry (npm 7 to 11).
+const NPM_UNREACHABLE: [&str; 9] = [
+    "npm error network",
+    "npm ERR! network",
+    "ECONNREFUSED",
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "ETIMEDOUT",
+    "ECONNRESET",
+    "ENETUNREACH",
+    "EHOSTUNREACH",
+];
+
+/// Installs examples/node, the exact node-redis and ioredis of its lock file,
+/// with `npm ci` into target/<profile>/node-clients (the source tree stays
+/// clean); returns that directory, or why the clients cannot run here: no
+/// `node` or `npm`, or a registry (or npm cache) out of reach.
+fn install_node_clients() -> Result<PathBuf, String> {
+    for tool in ["node", "npm"] {
+        let runs = Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !runs {
+            return Err(format!("needs `{tool}` on PATH (Node.js 18.19+ with npm)"));
+        }
+    }
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/node");
+    let dir = profile_dir().join("node-clients");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for file in ["package.json", "package-lock.json", "typed_clients.mjs"] {
+        std::fs::copy(source.join(file), dir.join(file))
+            .unwrap_or_else(|e| panic!("copy examples/node/{file}: {e}"));
+    }
+    let output = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+        .arg("--prefer-offline")
+        .current_dir(&dir)
+        .output()
+        .expect("run npm ci");
+    if output.status.success() {
+        return Ok(dir);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if NPM_UNREACHABLE.iter().any(|sign| stderr.contains(sign)) {
+        let code = stderr
+            .lines()
+            .find(|line| line.contains(" code "))
+            .unwrap_or("a network error")
+            .trim();
+        return Err(format!("`npm ci` cannot reach the registry: {code}"));
+    }
+    panic!(
+        "npm ci in {} failed:\n{}{stderr}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+/// node-redis's `mSetEx` and ioredis's `msetex` (examples/node/typed_clients.mjs)
+/// with `SYNTAX NUMKEYS` under the default name: the module's NUMKEYS form, or
+/// on Redis 8.4+ / Valkey 9.1+, where the module leaves the name to it, the
+/// server's own MSETEX, which then checks the same expectations.
+#[test]
+fn the_node_typed_clients_run_on_the_numkeys_form() {
+    let installed = install_node_clients();
+    let reason = installed.as_ref().err().cloned().unwrap_or_default();
+    if skip_unless(installed.is_ok(), &reason) {
+        return;
+    }
+    let dir = installed.unwrap_or_default();
+    let server = ServerConfig::default()
+        .module_args(&["SYNTAX", "NUMKEYS"])
+        .start();
+    let output = Command::new("node")
+        .arg("typed_clients.mjs")
+        .arg(server.url())
+        .current_dir(&dir)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let mut con = server.client();
+    // Each key's value and PTTL after the script's seven calls (see there):
+    // a rewritten by XX EX 200, b's TTL cleared by the call without expiry
+    // (the TTL form would read its `2` as 2 seconds), c kept by KEEPTTL, zz
+    // never written by the XX that found it missing.
+    let expected: [(&str, Option<&str>, std::ops::RangeInclusive<i64>); 6] = [
+        ("a", Some("a2"), 150_001..=200_000),
+        ("b", Some("b3"), -1..=-1),
+        ("c", Some("c2"), 1..=50_000),
+        ("d", Some("d1"), 1..=50_000),
+        ("e", Some("e1"), -1..=-1),
+        ("zz", None, -2..=-2),
+    ];
+    for (line, (client, prefix)) in lines
+        .iter()
+        .zip([("node-redis", "nr:"), ("ioredis", "io:")])
+    {
+        let mut words = line.split_whitespace();
+        assert_eq!(words.next(), Some(client), "{stdout}");
+        let fields: BTreeMap<&str, &str> = words.filter_map(|w| w.split_once('=')).collect();
+        let field = |name: &str| -> &str {
+            fields
+                .get(name)
+                .unwrap_or_else(|| panic!("{client}: no {name} in {line}"))
+        };
+        // EX; NX with a key taken (0); NX; XX; XX with a key missing (0);
+        // no expiry; KEEPTTL.
+        assert_eq!(field("replies"), "1,0,1,1,0,1,1", "{client}: {line}");
+        for (key, value, pttl) in &expected {
+            // What the client read back...
+            assert_eq!(field(key), value.unwrap_or("nil"), "{client}: {line}");
+            let read: i64 = field(&format!("pttl_{key}")).parse().expect("a PTTL");
+            assert!(pttl.contains(&read), "{client}: {key}'s PTTL {read}");
+            // ... is what the server holds.
+            let name = format!("{prefix}{key}");
+            let held: Option<String> = q(&mut con, &["GET", &name]);
+            assert_eq!(held.as_deref(), *value, "{name}");
+            let held_pttl: i64 = q(&mut con, &["PTTL", &name]);
+            assert!(pttl.contains(&held_pttl), "{name}'s PTTL {held_pttl}");
+        }
+    }
+    assert_eq!(
+        q::<i64, _>(&mut con, &["DBSIZE"]),
+        10,
+        "five keys per client, none named after an option"
+    );
+    // Who served: the module counts 7 calls per client; a module that steps
+    // aside for the built-in has no INFO section.
+    let calls = info_field(&mut con, "msetex", "msetex_calls");
+    if target().has_builtin_msetex() {
+        assert_eq!(calls, None, "the server's own MSETEX serves");
+    } else {
+        assert_eq!(calls.as_deref(), Some("14"));
+        assert_eq!(
+            info_field(&mut con, "msetex", "msetex_syntax").as_deref(),
+            Some("numkeys")
+        );
+    }
 }

@@ -62,10 +62,12 @@ lint: deps-build ## cargo fmt --check; cargo clippy with warnings and the unsafe
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings \
 		-D unsafe_op_in_unsafe_fn -D clippy::undocumented_unsafe_blocks
 
-bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~17 min); writes docs/BENCHMARKS.md
+bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~27 min); writes docs/BENCHMARKS.md
+	$(CARGO) build --release --locked -p msetex-floor
 	$(CARGO) run --release --locked -p msetex-bench -- --rounds $(ROUNDS)
 
 bench-quick: deps build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
+	$(CARGO) build --release --locked -p msetex-floor
 	$(CARGO) run --release --locked -p msetex-bench -- --quick --out target/BENCHMARKS-quick.md --readme -
 
 soak: deps build ## Reliability tests at full size on every server + long fuzz run (~30 min); writes docs/RELIABILITY.md

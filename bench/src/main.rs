@@ -15,8 +15,11 @@
 //! - the matrix: every server of ../shared/servers (or `SERVERS="bin ..."`)
 //!   without persistence and with one replica, the built-in MSETEX beside
 //!   the module where the server has one;
-//! - one call of 10,000 keys (new and refreshed) against one MSET of them,
-//!   and the PHP experiment the project started from;
+//! - the module API's floor: bench/floor (`floor.bare`, `floor.events`),
+//!   loaded beside the module without persistence and run in the same
+//!   rounds in the rows of 100 keys per call, on every server;
+//! - one call of 10,000 keys (new and refreshed) against one MSET and one
+//!   `floor.events` of them, and the PHP experiment the project started from;
 //! - memory per key against SET ... EX;
 //! - ACL LOAD of 2,000 users with the module and without.
 //!
@@ -53,6 +56,8 @@ fn main() {
     let options = options::parse_options();
     // Read first: a malformed targets file stops the run before it starts.
     let targets = Targets::load();
+    // So is a missing floor module (bench/floor), before any server starts.
+    run::floor_module();
     let servers = plan::servers(&options);
     let groups = plan::groups(servers);
     let runs = plan::run_count(&groups, servers, &options);

@@ -8,7 +8,7 @@ mod readme;
 use crate::plan::*;
 use crate::run::experiments::{AclLoad, BigCall, Memory};
 use crate::run::{Bench, Sample};
-use crate::statistics::{median, median_ratio};
+use crate::statistics::{median, median_ratio, ratio_spread, Spread};
 use msetex_harness::Replicate;
 use std::collections::BTreeMap;
 
@@ -24,6 +24,9 @@ pub struct Report {
     /// (row, numerator, denominator) -> median within-round ratio of server
     /// time per key
     ratios: BTreeMap<(Row, Variant, Variant), f64>,
+    /// (row, numerator, denominator) -> the within-round ratios of server
+    /// time per key over the rounds (median, lowest, highest, rounds)
+    spreads: BTreeMap<(Row, Variant, Variant), Spread>,
     /// (row, variant) -> median within-round ratio to MSET of keys/s
     rate_ratios: BTreeMap<(Row, Variant), f64>,
     /// (workload, values) -> median within-round ratio of the NUMKEYS
@@ -47,6 +50,7 @@ impl Report {
             acl_load,
             failed_calls: failed_calls(bench),
             ratios: BTreeMap::new(),
+            spreads: BTreeMap::new(),
             rate_ratios: BTreeMap::new(),
             numkeys_vs_ttl: numkeys_vs_ttl(bench),
         };
@@ -74,15 +78,17 @@ impl Report {
             Variant::Builtin,
             Variant::Lua,
             Variant::Setex,
+            Variant::FloorEvents,
         ] {
-            let ratio = per_round(bench, row, variant, den, |s| s.server_us_per_key);
-            if ratio.is_finite() {
-                self.ratios.insert((row, variant, den), ratio);
+            let spread = per_round(bench, row, variant, den, |s| s.server_us_per_key);
+            if spread.median.is_finite() {
+                self.ratios.insert((row, variant, den), spread.median);
+                self.spreads.insert((row, variant, den), spread);
             }
         }
         self.rate_ratios.insert(
             (row, variant),
-            per_round(bench, row, variant, Variant::Mset, |s| s.keys_per_sec),
+            per_round(bench, row, variant, Variant::Mset, |s| s.keys_per_sec).median,
         );
     }
 
@@ -92,6 +98,15 @@ impl Report {
             .get(&(row, Variant::Module, den))
             .copied()
             .unwrap_or(f64::NAN)
+    }
+
+    /// The within-round ratios of `num` to `den` in the row given: median,
+    /// lowest, highest and rounds (no round when either never ran).
+    pub fn spread(&self, row: Row, num: Variant, den: Variant) -> Spread {
+        self.spreads
+            .get(&(row, num, den))
+            .copied()
+            .unwrap_or(Spread::NONE)
     }
 
     /// The rows of the server under test, batch 100, TTL form, both workloads.
@@ -115,17 +130,18 @@ impl Report {
     }
 }
 
-/// The median within-round ratio of `f` between two variants of a row.
-fn per_round(bench: &Bench, row: Row, num: Variant, den: Variant, f: fn(&Sample) -> f64) -> f64 {
+/// The within-round ratios of `f` between two variants of a row: median,
+/// lowest, highest, rounds.
+fn per_round(bench: &Bench, row: Row, num: Variant, den: Variant, f: fn(&Sample) -> f64) -> Spread {
     let (Some(a), Some(b)) = (
         bench.samples.get(&(row, num)),
         bench.samples.get(&(row, den)),
     ) else {
-        return f64::NAN;
+        return Spread::NONE;
     };
     let a: Vec<f64> = a.iter().map(f).collect();
     let b: Vec<f64> = b.iter().map(f).collect();
-    median_ratio(&a, &b)
+    ratio_spread(&a, &b)
 }
 
 /// (workload, values) -> the NUMKEYS form's server time per key over the
@@ -191,8 +207,15 @@ impl Report {
             },
             failed_calls: 0,
             ratios: BTreeMap::new(),
+            spreads: BTreeMap::new(),
             rate_ratios: BTreeMap::new(),
             numkeys_vs_ttl: BTreeMap::new(),
         }
+    }
+
+    /// Records a within-round ratio as if measured.
+    pub fn set_spread(&mut self, row: Row, num: Variant, den: Variant, spread: Spread) {
+        self.ratios.insert((row, num, den), spread.median);
+        self.spreads.insert((row, num, den), spread);
     }
 }

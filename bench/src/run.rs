@@ -12,8 +12,16 @@ use crate::plan::*;
 use commandstats::command_stats;
 use msetex_harness::*;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 pub use progress::{minutes, Progress};
+
+/// The floor module's commands (bench/floor): the bare job through the
+/// module API, and the same with what correctness needs.
+pub const FLOOR_BARE: &str = "floor.bare";
+pub const FLOOR_EVENTS: &str = "floor.events";
+/// The command `floor.events` calls once per call to count its changes.
+const FLOOR_COUNT: &str = "floor.count";
 
 const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
      for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ttl) end\n\
@@ -67,6 +75,22 @@ struct Csv {
     requests_per_sec: f64,
 }
 
+/// The floor module, built by `make bench` (`cargo build --release -p
+/// msetex-floor`): `MSETEX_FLOOR`, or target/release/libmsetex_floor.so.
+/// Panics, saying how to build it, when the file is missing.
+pub fn floor_module() -> PathBuf {
+    let path = std::env::var_os("MSETEX_FLOOR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/release/libmsetex_floor.so"));
+    assert!(
+        path.is_file(),
+        "the floor module is not at {} (run `cargo build --release --locked -p msetex-floor`, \
+         as make bench does, or set MSETEX_FLOOR)",
+        path.display()
+    );
+    path
+}
+
 impl Bench {
     /// A bench that has run nothing yet, of `runs` runs in all.
     pub fn new(
@@ -111,10 +135,14 @@ impl Bench {
     fn config(&self, setup: Setup) -> ServerConfig {
         let args = self.module_args(setup);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let config = ServerConfig::default()
+        let mut config = ServerConfig::default()
             .binary(self.server(setup))
             .module_args(&args)
             .line("repl-diskless-sync-delay 0");
+        if loads_floor(setup) {
+            // After the module's own line: both in the same server.
+            config = config.line(&format!("loadmodule {}", floor_module().display()));
+        }
         match setup.persistence {
             Persistence::Aof => config.line("appendonly yes").line("appendfsync everysec"),
             Persistence::Cluster => config
@@ -233,6 +261,8 @@ impl Bench {
             Variant::Builtin => "MSETEX (built-in)".to_owned(),
             Variant::Lua => "Lua SET EX loop".to_owned(),
             Variant::Setex => "SETEX pipelined".to_owned(),
+            Variant::Floor => "floor (floor.bare)".to_owned(),
+            Variant::FloorEvents => "floor + events (floor.events)".to_owned(),
         }
     }
 
@@ -244,6 +274,8 @@ impl Bench {
             Variant::Builtin => "msetex".to_owned(),
             Variant::Lua => "evalsha".to_owned(),
             Variant::Setex => "setex".to_owned(),
+            Variant::Floor => FLOOR_BARE.to_owned(),
+            Variant::FloorEvents => FLOOR_EVENTS.to_owned(),
         }
     }
 
@@ -282,6 +314,10 @@ impl Bench {
         match variant {
             Variant::Module if row.setup.form == Form::Ttl => {
                 args.extend([self.module_name(row.setup).to_owned(), TTL.to_owned()]);
+                args.extend(pairs());
+            }
+            Variant::Floor | Variant::FloorEvents => {
+                args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
                 args.extend(pairs());
             }
             Variant::Module | Variant::Builtin => {
@@ -341,8 +377,15 @@ impl Bench {
         let stats = command_stats(&mut running.con, &stat)
             .ok_or_else(|| format!("no commandstats for {stat}"))?;
         let mut failed = stats.failed;
-        if variant == Variant::Lua {
-            failed += command_stats(&mut running.con, "set").map_or(0, |s| s.failed);
+        // What the variant runs inside: the Lua loop's SETs, the floor's
+        // change count.
+        let inner = match variant {
+            Variant::Lua => Some("set"),
+            Variant::FloorEvents => Some(FLOOR_COUNT),
+            _ => None,
+        };
+        if let Some(inner) = inner {
+            failed += command_stats(&mut running.con, inner).map_or(0, |s| s.failed);
         }
         if stats.calls == 0 {
             return Err(format!("{stat} was never called"));

@@ -282,6 +282,47 @@ mod tests {
     }
 
     #[test]
+    fn the_floor_targets_parse_and_are_known() {
+        let text = "no-builtin.no-persistence.msetex/floor-events.overwrite  at-most  1.1  # why\n\
+                    no-builtin.no-persistence.msetex/floor-events.fresh at-most 1.05\n\
+                    redis62.no-persistence.msetex/floor-events.fresh at-most 1.25\n\
+                    redis62.no-persistence.msetex/setex.fresh at-most 0.99\n\
+                    main.one-call-10000-keys.msetex/floor-events.overwrite at-most 110%\n";
+        let targets = Targets::parse(text).unwrap();
+        for (name, value) in [
+            (
+                "no-builtin.no-persistence.msetex/floor-events.overwrite",
+                1.1,
+            ),
+            ("no-builtin.no-persistence.msetex/floor-events.fresh", 1.05),
+            ("redis62.no-persistence.msetex/floor-events.fresh", 1.25),
+            ("redis62.no-persistence.msetex/setex.fresh", 0.99),
+            (
+                "main.one-call-10000-keys.msetex/floor-events.overwrite",
+                1.1,
+            ),
+        ] {
+            assert_eq!(targets.at_most(name), value, "{name}");
+            assert!(
+                goals::NAMES.contains(&(name, Comparison::AtMost)),
+                "{name} is not a name the report knows"
+            );
+        }
+        // The targets they replace are gone.
+        for name in [
+            "main.no-persistence.msetex/mset.overwrite",
+            "main.no-persistence.msetex/mset.fresh",
+            "session.no-persistence.msetex/mset.overwrite",
+            "main.one-call-refreshing-10000-keys.msetex/mset",
+        ] {
+            assert!(
+                goals::NAMES.iter().all(|(known, _)| *known != name),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn the_repository_file_holds_every_target() {
         let text = std::fs::read_to_string(default_path()).unwrap();
         let targets = Targets::parse(&text).unwrap();

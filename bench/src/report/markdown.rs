@@ -130,32 +130,117 @@ impl Report {
                 },
             );
         }
+        self.floor_markdown(bench, md);
     }
 
-    /// One call of 10,000 keys against one MSET, on every server.
+    /// One line per server, without persistence: the module API's floor,
+    /// the module and pipelined SETEX against MSET, and the module's
+    /// distance from the floor with events.
+    fn floor_markdown(&self, bench: &Bench, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n### The module API's floor\n\nNo persistence, batch 100, 32-byte values, \
+             overwrite / fresh. The floor is `bench/floor`, a module loaded beside MSETEX in the \
+             same server and measured in the same rounds: `floor` (`floor.bare`) does the bare \
+             job through the module API (per key: open, the value in place when the length \
+             matches or set, the deadline, close); `floor + events` (`floor.events`) adds what \
+             correctness needs (keyspace events `set` and `expire`, the modified-key signal, \
+             the change count for save points). The first four columns are server time per key \
+             as a ratio to MSET in the same round; `MSETEX / floor + events` is the median of \
+             the within-round ratios, `lowest–highest` their range over the rounds counted \
+             (a failed run leaves its round out).\n\n\
+             | server | floor | floor + events | MSETEX | SETEX pipelined | MSETEX / floor + events | lowest–highest | rounds |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for index in 0..bench.servers.len() {
+            let _ = writeln!(md, "{}", self.floor_line(bench, index));
+        }
+    }
+
+    /// A server's line of the floor table.
+    fn floor_line(&self, bench: &Bench, server: usize) -> String {
+        let rows = Workload::BOTH.map(|workload| Row {
+            setup: Setup::plain(server),
+            workload,
+            values: Values::Small,
+            batch: 100,
+        });
+        let to_mset = |variant| {
+            rows.map(|row| {
+                self.ratios
+                    .get(&(row, variant, Variant::Mset))
+                    .map_or("-".to_owned(), |r| format!("{r:.2}x"))
+            })
+            .join(" / ")
+        };
+        let spreads = rows.map(|row| self.spread(row, Variant::Module, Variant::FloorEvents));
+        let distance = spreads
+            .map(|s| {
+                if s.rounds == 0 {
+                    "-".to_owned()
+                } else {
+                    format!("{:.2}x", s.median)
+                }
+            })
+            .join(" / ");
+        let range = spreads
+            .map(|s| {
+                if s.rounds == 0 {
+                    "-".to_owned()
+                } else {
+                    s.range()
+                }
+            })
+            .join(" / ");
+        let rounds = match spreads {
+            [a, b] if a.rounds == b.rounds => a.rounds.to_string(),
+            [a, b] => format!("{} / {}", a.rounds, b.rounds),
+        };
+        let note = if server == 0 {
+            " (server under test)"
+        } else {
+            ""
+        };
+        format!(
+            "| {}{note} | {} | {} | {} | {} | {distance} | {range} | {rounds} |",
+            bench.servers[server].describe(),
+            to_mset(Variant::Floor),
+            to_mset(Variant::FloorEvents),
+            to_mset(Variant::Module),
+            to_mset(Variant::Setex),
+        )
+    }
+
+    /// One call of 10,000 keys against one MSET and one `floor.events`, on
+    /// every server.
     fn big_call_markdown(&self, bench: &Bench, md: &mut String) {
         let _ = writeln!(
             md,
             "\n## One call of 10,000 keys\n\nServer time of one MSETEX of 10,000 keys against \
-             one MSET of the same keys (no persistence; median of {} rounds). `refresh`: \
-             every key exists with a TTL and a value of the same length, as when a session \
-             store rewrites its sessions. Nothing else runs while such a call does: split \
-             very large batches if that matters.\n\n\
-             | server | new keys: MSETEX µs | MSET µs | ratio | refresh: MSETEX µs | MSET µs | ratio |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+             one MSET and one `floor.events` (the module API's floor with events, above) of \
+             the same keys (no persistence; median of {} rounds; `/ MSET` and `/ floor` are \
+             medians of within-round ratios). `refresh`: every key exists with a TTL and a \
+             value of the same length, as when a session store rewrites its sessions. Nothing \
+             else runs while such a call does: split very large batches if that matters.\n\n\
+             | server | new keys: MSETEX µs | MSET µs | floor µs | / MSET | / floor | refresh: MSETEX µs | MSET µs | floor µs | / MSET | / floor |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             bench.options.rounds.max(3)
         );
         for (index, call) in &self.big_calls {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {:.0} | {:.2}x | {:.0} | {:.0} | {:.2}x |",
+                "| {} | {:.0} | {:.0} | {:.0} | {:.2}x | {:.2}x | {:.0} | {:.0} | {:.0} | {:.2}x | {:.2}x |",
                 bench.servers[*index].describe(),
                 call.new_us.0,
                 call.new_us.1,
+                call.floor_us.0,
                 call.new_ratio,
+                call.new_floor.median,
                 call.refresh_us.0,
                 call.refresh_us.1,
-                call.refresh_ratio
+                call.floor_us.1,
+                call.refresh_ratio,
+                call.refresh_floor.median,
             );
         }
     }
@@ -295,7 +380,16 @@ fn method_markdown(bench: &Bench, md: &mut String) {
              run), as a session store does; `fresh` starts each run with FLUSHALL and writes \
              random keys from a space of {FRESH_KEYSPACE}, so every key is new. Values: 32 \
              bytes, 1024 bytes, or the integer {INTEGER_VALUE} (stored as `int`). MSET sets \
-             no TTL: it is the floor MSETEX is measured against.\n"
+             no TTL: it is the yardstick every ratio is taken against."
+    );
+    let _ = writeln!(
+        md,
+        "- the module API's floor: `bench/floor` (target/release/libmsetex_floor.so), loaded \
+             beside the module on every server without persistence and run in the same rounds \
+             as the other variants in the rows of 100 keys per call: `floor.bare` (open, write \
+             in place or set, deadline, close, per key) and `floor.events` (the same plus the \
+             keyspace events, the modified-key signal and the change count for save points). \
+             MSETEX / floor + events is how far MSETEX is from what the module API allows.\n"
     );
 }
 
@@ -306,5 +400,88 @@ fn failures_markdown(bench: &Bench, md: &mut String) {
         for failure in &bench.failures {
             let _ = writeln!(md, "- {failure}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Options;
+    use crate::pinning::Pinning;
+    use crate::plan::tests::server;
+    use crate::run::experiments::{AclLoad, Memory};
+    use crate::run::Sample;
+    use crate::statistics::Spread;
+    use msetex_harness::{Product, Target};
+
+    fn sample(us_per_key: f64) -> Sample {
+        Sample {
+            keys_per_sec: 1.0 / us_per_key,
+            server_us_per_key: us_per_key,
+            p50_ms: 1.0,
+            p99_ms: 1.0,
+            failed: 0,
+        }
+    }
+
+    #[test]
+    fn the_floor_line_gives_ratios_to_mset_and_the_distance_with_its_range() {
+        let servers: &'static [Target] = Box::leak(Box::new([
+            server(Product::Redis, (7, 0, 15)),
+            server(Product::Redis, (6, 2, 16)),
+        ]));
+        let mut bench = Bench::new(Options::default(), servers, Pinning::Off("test".into()), 0);
+        let row = |workload| Row {
+            setup: Setup::plain(1),
+            workload,
+            values: Values::Small,
+            batch: 100,
+        };
+        let (overwrite, fresh) = (row(Workload::Overwrite), row(Workload::Fresh));
+        let mut record = |row, variant, us: &[f64]| {
+            bench
+                .samples
+                .insert((row, variant), us.iter().copied().map(sample).collect());
+        };
+        // Three rounds of overwrite; MSETEX / floor + events within each
+        // round: 1.1, 1.0, 1.2.
+        record(overwrite, Variant::Mset, &[1.0, 1.0, 1.0]);
+        record(overwrite, Variant::Floor, &[1.4, 1.4, 1.4]);
+        record(overwrite, Variant::FloorEvents, &[1.5, 1.6, 1.5]);
+        record(overwrite, Variant::Module, &[1.65, 1.6, 1.8]);
+        record(overwrite, Variant::Setex, &[2.0, 2.0, 2.0]);
+        // Fresh keys: the floor never ran.
+        record(fresh, Variant::Mset, &[2.0, 2.0, 2.0]);
+        record(fresh, Variant::Module, &[4.2, 4.2, 4.2]);
+        record(fresh, Variant::Setex, &[5.0, 5.0, 5.0]);
+        let acl_load = AclLoad {
+            with_ms: 1.0,
+            without_ms: 1.0,
+            ratio: 1.0,
+        };
+        let report = Report::new(
+            &bench,
+            Vec::new(),
+            Vec::new(),
+            Memory { rows: Vec::new() },
+            acl_load,
+        );
+        let spread = report.spread(overwrite, Variant::Module, Variant::FloorEvents);
+        assert_eq!((spread.min, spread.max, spread.rounds), (1.0, 1.2, 3));
+        assert!((spread.median - 1.1).abs() < 1e-9);
+        assert_eq!(report.ratio(overwrite, Variant::FloorEvents), spread.median);
+        let none = report.spread(fresh, Variant::Module, Variant::FloorEvents);
+        assert!(none.median.is_nan() && none.rounds == Spread::NONE.rounds);
+        assert_eq!(
+            report.floor_line(&bench, 1),
+            "| Redis 6.2.16 | 1.40x / - | 1.50x / - | 1.65x / 2.10x | 2.00x / 2.50x | 1.10x / - \
+             | 1.00–1.20 / - | 3 / 0 |"
+        );
+        // Nothing measured on the server under test.
+        assert_eq!(
+            report.floor_line(&bench, 0),
+            "| Redis 7.0.15 (server under test) | - / - | - / - | - / - | - / - | - / - | - / - \
+             | 0 |"
+        );
     }
 }

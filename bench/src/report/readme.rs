@@ -125,6 +125,12 @@ impl Report {
                 .find(|(label, _)| label.starts_with(prefix))
                 .map_or(f64::NAN, |(_, s)| *s)
         };
+        let [floor_over, floor_new] = self.costs(
+            Persistence::None,
+            Replicate::Set,
+            Values::Small,
+            Variant::FloorEvents,
+        );
         let refresh = self
             .big_calls
             .iter()
@@ -140,7 +146,9 @@ impl Report {
              The usual Lua `SET ... EX` loop costs {lua_over} / {lua_new}. 10,000 keys with a \
              10 s TTL from one client: {:.3} s with one MSETEX, {:.3} s with one MSET (no TTL), \
              {:.3} s with one SETEX per key; one MSETEX refreshing 10,000 keys costs \
-             {refresh:.2}x the server time of one MSET of them.\n{END}",
+             {refresh:.2}x the server time of one MSET of them. The module API's floor with \
+             events (bench/floor: the same writes, events and signals, nothing else) costs \
+             {floor_over} / {floor_new} MSET.\n{END}",
             server,
             classic("(d)"),
             classic("(c)"),
@@ -171,6 +179,33 @@ fn replace_inline(text: &str, name: &str, figure: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::statistics::Spread;
+
+    #[test]
+    fn the_block_states_the_floor_on_its_last_line() {
+        let mut report = Report::empty();
+        let [overwrite, fresh] = report.main_row(Persistence::None, Replicate::Set, Values::Small);
+        for (row, ratio) in [(overwrite, 1.4), (fresh, 2.25)] {
+            let spread = Spread {
+                median: ratio,
+                min: ratio,
+                max: ratio,
+                rounds: 1,
+            };
+            report.set_spread(row, Variant::FloorEvents, Variant::Mset, spread);
+        }
+        let block = report.readme_block("Redis 7.0.15");
+        let last = block.lines().rev().nth(1).unwrap();
+        assert!(
+            last.ends_with("The module API's floor with events (bench/floor: the same writes, events and signals, nothing else) costs 1.40x / 2.25x MSET."),
+            "{last}"
+        );
+        // As many lines as before (README.md must stay under 250): the
+        // sentence ends the last paragraph's one line.
+        assert_eq!(block.lines().count(), 13);
+    }
+
     #[test]
     fn inline_figures_are_replaced_everywhere_and_nothing_else() {
         let text = "a <!--bench:x-->1x<!--/bench--> b <!--bench:y-->2x<!--/bench--> <!--bench:x-->old<!--/bench-->";

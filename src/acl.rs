@@ -1,68 +1,234 @@
 //! ACL: how each server decides whether a user may run MSETEX ([`AclCheck`]). The module asks the
 //! server; it never changes a user's rules.
+//!
+//! Redis 7.0 gives module commands no ACL categories, and a permission query sees the command
+//! bits, not the rules (`-@all +msetex` and `+msetex -@write` give the same bits), so no check can
+//! equal 7.2's. The one the server answers exactly is a capability: MSETEX may write what the user
+//! could write anyway, with MSET on exactly the call's keys (one selector, write access to all of
+//! them) and SET on each key with the call's expiry ([`check_capability`]). Where 7.2 refuses and
+//! 7.0 allows, the user can already MSET those keys and SET each with a TTL; where 7.0 refuses and
+//! 7.2 allows, the user lacks one of them.
 
 use std::ffi::CStr;
 
-/// How a user's right to write is checked before MSETEX runs.
+use crate::ffi::{AclUser, Arg};
+
+/// How a user's right to run MSETEX is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AclCheck {
     /// Redis 7.2+, Valkey: the server checks the categories (`@write @string @slow`) and key specs.
-    ByServer,
-    /// Redis 7.0 (no categories for module commands): the server's check by name (or `+@all`),
-    /// then, before any write, `RedisModule_ACLCheckCommandPermissions` for MSET on exactly the
-    /// call's keys (write access to every key, all in one selector, as 7.2 decides a multi-key
-    /// command) and for every other command of MSETEX's 7.2 categories ([`SAME_CATEGORIES`]).
-    AlsoMset,
+    Categories,
+    /// Redis 7.0: the server's own check by name (or `+@all`) and key patterns, then, before any
+    /// write, the module's [`check_capability`].
+    Capability,
     /// Redis 6.2 (no module API checks a permission): rules by command name only.
-    ByName,
+    CommandName,
 }
 
-/// Redis 7.0's commands whose ACL categories are exactly MSETEX's on 7.2, `@write @string @slow`,
-/// besides MSET (which is asked with the call's keys), each with how many arguments follow the
-/// call's first key (a shorter call crashes 7.0's key lookup; the check reads only the name and the
-/// key, so the call's own first value fills them). A rule that takes one of those categories away
-/// takes at least one of them, unless it grants every one back by name, so the user may run MSETEX
-/// where 7.2 would let it (`tests/it/acl.rs` checks the list against ACL CAT).
-pub const SAME_CATEGORIES: [(&CStr, usize); 5] = [
-    (c"SET", 1),
-    (c"SETEX", 2),
-    (c"PSETEX", 2),
-    (c"MSETNX", 1),
-    (c"SETRANGE", 2),
-];
-
 impl AclCheck {
-    /// From whether the server took MSETEX's ACL categories and can check a module's permission.
-    pub fn decide(categories_set: bool, permission_check: bool) -> AclCheck {
-        match (categories_set, permission_check) {
-            (true, _) => AclCheck::ByServer,
-            (false, true) => AclCheck::AlsoMset,
-            (false, false) => AclCheck::ByName,
+    /// Checks at load that the server does what this check needs: took MSETEX's ACL categories,
+    /// or can check a user's permission for the module; the error is the log line.
+    pub fn confirm(self, categories_set: bool, permission_check: bool) -> Result<(), String> {
+        match self {
+            AclCheck::Categories if !categories_set => Err(
+                "the server did not put MSETEX in its ACL categories (@write @string @slow), so \
+                 rules by category would not reach it"
+                    .to_owned(),
+            ),
+            AclCheck::Capability if !permission_check => Err(
+                "this server gives module commands no ACL categories and cannot check a \
+                 permission for a module (RedisModule_ACLCheckCommandPermissions)"
+                    .to_owned(),
+            ),
+            _ => Ok(()),
         }
     }
 
     /// `INFO msetex` `msetex_acl`.
     pub fn label(self) -> &'static CStr {
         match self {
-            AclCheck::ByServer => c"categories",
-            AclCheck::AlsoMset => c"by-name-and-mset",
-            AclCheck::ByName => c"by-name",
+            AclCheck::Categories => c"categories",
+            AclCheck::Capability => c"by-name-and-capability",
+            AclCheck::CommandName => c"by-name",
         }
     }
 
     /// What the log says at load where the server gives MSETEX no categories.
     pub fn load_note(self, name: &str) -> Option<String> {
         match self {
-            AclCheck::ByServer => None,
-            AclCheck::AlsoMset => Some(format!(
-                "this server gives module commands no ACL categories: grant '{name}' by name \
-                 (or +@all), and the user also needs MSET's permission on the keys (and SET's, \
-                 SETEX's, PSETEX's, MSETNX's, SETRANGE's: the commands of MSETEX's categories)"
+            AclCheck::Categories => None,
+            AclCheck::Capability => Some(format!(
+                "this server gives module commands no ACL categories: grant '{name}' by name (or \
+                 +@all); a call also needs MSET on its keys and SET on each, which the module \
+                 asks the server before it writes"
             )),
-            AclCheck::ByName => Some(format!(
+            AclCheck::CommandName => Some(format!(
                 "this server gives module commands no ACL categories and cannot check a \
                  permission for a module: ACL rules reach '{name}' by name only"
             )),
         }
+    }
+}
+
+/// The server's permission check for one user (`ffi::AclUser`, or the unit tests' rules).
+pub trait Permissions<A> {
+    /// Whether the user may run the command whose arguments are `parts`, concatenated (the name
+    /// first): the command and its keys.
+    fn allows(&mut self, parts: &[&[A]]) -> bool;
+}
+
+/// The words of the commands the capability is asked with.
+pub struct Words<'a, A> {
+    pub mset: A,
+    pub set: A,
+    /// The call's expiry as SET's options (`PX ms`, `PXAT ms`, `KEEPTTL` or nothing).
+    pub set_options: &'a [A],
+}
+
+/// What a refused call lacked, for the ACL log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lacks<A> {
+    /// MSET itself.
+    Mset,
+    /// MSET or SET on this key.
+    Key(A),
+}
+
+/// Redis 7.0: whether the user may write the call's `pairs` with MSET (all keys in one selector)
+/// and each key with `SET key value <options>`. Asks nothing else, and stops at the first refusal.
+pub fn check_capability<A: Copy, P: Permissions<A>>(
+    user: &mut P,
+    words: &Words<'_, A>,
+    pairs: &[A],
+) -> Result<(), Lacks<A>> {
+    if !user.allows(&[&[words.mset], pairs]) {
+        return Err(mset_lacks(user, words.mset, pairs));
+    }
+    for pair in pairs.chunks_exact(2) {
+        if !user.allows(&[&[words.set], pair, words.set_options]) {
+            return Err(pair.first().map_or(Lacks::Mset, |key| Lacks::Key(*key)));
+        }
+    }
+    Ok(())
+}
+
+/// Why MSET on every key was refused: MSET itself, else the first key MSET alone cannot write
+/// (else the first key: the keys are writable one by one, not in one selector).
+fn mset_lacks<A: Copy, P: Permissions<A>>(user: &mut P, mset: A, pairs: &[A]) -> Lacks<A> {
+    if !user.allows(&[&[mset]]) {
+        return Lacks::Mset;
+    }
+    let lacking = pairs
+        .chunks_exact(2)
+        .find(|pair| !user.allows(&[&[mset], pair]))
+        .unwrap_or(pairs);
+    lacking.first().map_or(Lacks::Mset, |key| Lacks::Key(*key))
+}
+
+impl<'a> Permissions<Arg<'a>> for AclUser<'_> {
+    fn allows(&mut self, parts: &[&[Arg<'a>]]) -> bool {
+        AclUser::allows(self, parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A user as Redis 7.0 sees one: selectors, each with the commands it allows and the key
+    /// prefixes it may write; a check passes where one selector allows the command and every key.
+    struct Rules {
+        selectors: Vec<(Vec<&'static str>, Vec<&'static str>)>,
+        asked: Vec<Vec<&'static str>>,
+    }
+
+    impl Permissions<&'static str> for Rules {
+        fn allows(&mut self, parts: &[&[&'static str]]) -> bool {
+            let argv = parts.concat();
+            self.asked.push(argv.clone());
+            let (command, keys): (&str, Vec<&str>) = match argv.as_slice() {
+                ["MSET", rest @ ..] => ("MSET", rest.iter().step_by(2).copied().collect()),
+                ["SET", key, ..] => ("SET", vec![*key]),
+                _ => return false,
+            };
+            self.selectors.iter().any(|(commands, prefixes)| {
+                commands.contains(&command)
+                    && keys
+                        .iter()
+                        .all(|key| prefixes.iter().any(|prefix| key.starts_with(prefix)))
+            })
+        }
+    }
+
+    fn user(selectors: &[(&[&'static str], &[&'static str])]) -> Rules {
+        Rules {
+            selectors: selectors
+                .iter()
+                .map(|(commands, keys)| (commands.to_vec(), keys.to_vec()))
+                .collect(),
+            asked: Vec::new(),
+        }
+    }
+
+    const WORDS: Words<'static, &'static str> = Words {
+        mset: "MSET",
+        set: "SET",
+        set_options: &["PX", "60000"],
+    };
+
+    #[test]
+    fn asks_mset_on_every_key_then_set_on_each_with_the_expiry() {
+        let mut all = user(&[(&["MSET", "SET"], &[""])]);
+        assert_eq!(
+            check_capability(&mut all, &WORDS, &["a", "1", "b", "2"]),
+            Ok(())
+        );
+        assert_eq!(
+            all.asked,
+            [
+                vec!["MSET", "a", "1", "b", "2"],
+                vec!["SET", "a", "1", "PX", "60000"],
+                vec!["SET", "b", "2", "PX", "60000"],
+            ]
+        );
+    }
+
+    #[test]
+    fn a_selector_cannot_widen_a_call() {
+        // Issue 30's user: MSET on every key in one selector, SET only on `first*` in another.
+        let mut widened = user(&[(&["MSET"], &[""]), (&["SET"], &["first"])]);
+        assert_eq!(
+            check_capability(&mut widened, &WORDS, &["first1", "x", "other", "y"]),
+            Err(Lacks::Key("other"))
+        );
+        assert_eq!(
+            check_capability(&mut widened, &WORDS, &["first1", "x", "first2", "y"]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn says_what_is_lacking() {
+        let mut no_mset = user(&[(&["SET"], &[""])]);
+        assert_eq!(
+            check_capability(&mut no_mset, &WORDS, &["a", "1"]),
+            Err(Lacks::Mset)
+        );
+        let mut some_keys = user(&[(&["MSET", "SET"], &["app:"])]);
+        assert_eq!(
+            check_capability(&mut some_keys, &WORDS, &["app:1", "1", "other", "2"]),
+            Err(Lacks::Key("other"))
+        );
+        // Every key writable alone, never together: the first key is logged.
+        let mut apart = user(&[(&["MSET", "SET"], &["a"]), (&["MSET", "SET"], &["b"])]);
+        assert_eq!(
+            check_capability(&mut apart, &WORDS, &["a", "1", "b", "2"]),
+            Err(Lacks::Key("a"))
+        );
+        let mut no_set = user(&[(&["MSET"], &[""])]);
+        assert_eq!(
+            check_capability(&mut no_set, &WORDS, &["a", "1"]),
+            Err(Lacks::Key("a"))
+        );
     }
 }

@@ -5,12 +5,12 @@
 
 use std::ffi::CString;
 
-use crate::acl::{AclCheck, SAME_CATEGORIES};
+use crate::acl::{self, AclCheck, Lacks, Words};
 use crate::config::{self, Module};
-use crate::deadline::Deadline;
-use crate::ffi::{AclVerdict, Arg, ContextFlags, Ctx, KeyPositions, Reply};
+use crate::deadline::{words, Deadline, Expiry, Form};
+use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
 use crate::outcome::{Failure, Refusal};
-use crate::replication::Wire;
+use crate::replication::{strings, Wire};
 use crate::syntax::{apply, Ack, Request};
 use crate::write::{Batching, Fork};
 use crate::{stats, write};
@@ -61,7 +61,7 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failur
     let request = module.syntax.parse(args, now_ms, module.packed())?;
     keys_were_declared(module, &request, flags, args.len())?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
-    check_acl(ctx, module, pairs, flags)?;
+    check_acl(ctx, module, pairs, request.expiry, flags)?;
     if !write::condition_holds(ctx, &module.profile, pairs, request.condition) {
         return Ok(Reply::Integer(0));
     }
@@ -134,23 +134,52 @@ fn keys_were_declared(
     Err(Refusal::Undeclared)
 }
 
-/// Redis 7.0: MSET's permission on exactly the call's keys, and the other commands of MSETEX's
-/// 7.2 categories on the first key ([`AclCheck::AlsoMset`]); the replication link and AOF loading
-/// are not checked, as by the server's own check.
+/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with
+/// SET and the call's expiry; the replication link and AOF loading are not checked, as by the
+/// server's own check. A refusal is logged in the ACL log as the server logs its own. Not inlined,
+/// so that `make profile` can tell its share.
+#[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,
     module: &Module,
     pairs: &[Arg<'_>],
+    expiry: Expiry,
     flags: ContextFlags,
 ) -> Result<(), Refusal> {
-    if module.acl != AclCheck::AlsoMset || flags.replicated || flags.loading {
+    if module.profile.acl != AclCheck::Capability || flags.replicated || flags.loading {
         return Ok(());
     }
-    match ctx.may_run(c"MSET", &SAME_CATEGORIES, pairs, &module.name_c) {
-        AclVerdict::Allowed => Ok(()),
-        AclVerdict::DeniedCommand => Err(Refusal::NoPermissionForCommand),
-        AclVerdict::DeniedKey => Err(Refusal::NoPermissionForKeys),
+    let mut user = match ctx.caller() {
+        Caller::Unrestricted => return Ok(()),
+        Caller::Unknown => return Err(Refusal::NoCapability),
+        Caller::User(user) => user,
+    };
+    let (Some(mset), Some(set), Some(options)) = (
+        ctx.string(b"MSET"),
+        ctx.string(b"SET"),
+        words(expiry, Form::Options).and_then(|words| strings(ctx, &words)),
+    ) else {
+        return Err(Refusal::NoCapability);
+    };
+    let options: Vec<Arg<'_>> = options.iter().map(|option| option.arg()).collect();
+    let words = Words {
+        mset: mset.arg(),
+        set: set.arg(),
+        set_options: &options,
+    };
+    let lacks = match acl::check_capability(&mut user, &words, pairs) {
+        Ok(()) => return Ok(()),
+        Err(lacks) => lacks,
+    };
+    match lacks {
+        Lacks::Mset => {
+            if let Some(name) = ctx.string(module.name.as_bytes()) {
+                user.log_refusal(name.arg(), LogReason::Command);
+            }
+        }
+        Lacks::Key(key) => user.log_refusal(key, LogReason::Key),
     }
+    Err(Refusal::NoCapability)
 }
 
 /// Answers the server's "where are the keys" call (`getkeys-api`).

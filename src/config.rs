@@ -2,7 +2,6 @@
 
 use std::ffi::CString;
 
-use crate::acl::AclCheck;
 use crate::ffi::Slot;
 use crate::replication::{Replicate, Replication};
 use crate::server::{KeysDeclared, MovedKeys, Profile};
@@ -19,13 +18,10 @@ pub struct Module {
     pub replicate: Replicate,
     pub replication: Replication,
     pub profile: Profile,
-    pub acl: AclCheck,
     /// `cluster-enabled yes`.
     pub cluster: bool,
     /// The changes counter (`<name>.changes`), where [`Replication::counts_changes`].
     pub counter_c: Option<CString>,
-    /// The built-in MSETEX is renamed away: the filter sends its calls to this command.
-    pub alias: bool,
 }
 
 static MODULE: Slot<Module> = Slot::new();
@@ -68,10 +64,5 @@ impl Module {
     /// True where [`Module::packs_for`] says the filter has work.
     pub fn filter_packs(&self) -> bool {
         self.packs_for().is_some()
-    }
-
-    /// Whether `name` is the renamed-away built-in's, which this module serves ([`Module::alias`]).
-    pub fn is_alias(&self, name: &[u8]) -> bool {
-        self.alias && name.eq_ignore_ascii_case(b"MSETEX")
     }
 }

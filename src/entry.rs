@@ -4,7 +4,6 @@
 
 use std::ffi::CStr;
 
-use crate::acl::AclCheck;
 use crate::config;
 use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
 use crate::ffi::{Arg, Ctx};
@@ -89,15 +88,19 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         plan.options.signal_on_close,
     )?;
     ffi::register_info::<Info>(raw)?;
-    let mut acl = AclCheck::ByName;
+    let acl = plan.module.profile.acl;
     let mut lines: Vec<(LogLevel, String)> = Vec::new();
     for command in &plan.commands {
         let (docs, categories) = create(raw, command)?;
         if command.role == Role::Msetex {
-            acl = AclCheck::decide(
+            acl.confirm(
                 categories == Some(Ok(Optional::Done)),
                 ffi::acl_check_available(),
-            );
+            )
+            .map_err(|error| match &categories {
+                Some(Err(reason)) => format!("{error}: {reason}"),
+                _ => error,
+            })?;
         }
         let extras = [
             ("COMMAND DOCS information", docs),
@@ -124,7 +127,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         ));
     }
     let acl_note = acl.load_note(&plan.module.name);
-    config::set(config::Module { acl, ..plan.module });
+    config::set(plan.module);
     ffi::log(raw, LogLevel::Notice, &plan.registered);
     for note in plan.notes.iter().chain(acl_note.iter()) {
         ffi::log(raw, LogLevel::Notice, note);
@@ -233,7 +236,7 @@ impl ffi::InfoSection for Info {
         if let Some(module) = config::get() {
             fields.push((c"syntax", InfoValue::Text(module.syntax.label())));
             fields.push((c"replicate", InfoValue::Text(module.replicate.label())));
-            fields.push((c"acl", InfoValue::Text(module.acl.label())));
+            fields.push((c"acl", InfoValue::Text(module.profile.acl.label())));
         }
         fields
     }

@@ -1,7 +1,7 @@
 //! The command filter, run before every command: where keys come from key specs only, it moves a
-//! call's options out of the keys' way (or refuses the call) before the server reads the keys;
-//! where the built-in MSETEX is renamed away, it sends MSETEX calls to the module; and it answers
-//! `COMMAND GETKEYS` and `ACL DRYRUN` about such calls as the call itself.
+//! call's options out of the keys' way (or refuses the call) before the server reads the keys, and
+//! it answers `COMMAND GETKEYS` and `ACL DRYRUN` about such calls as the call itself. It never
+//! changes a command's name: ACL rules, the AOF and MONITOR see the command the client sent.
 
 use crate::config;
 use crate::ffi::ArgsChange;
@@ -16,8 +16,8 @@ pub enum Seen {
     Other,
     /// SYNC or PSYNC: a replica (and a replication backlog) may appear.
     ReplicationHandshake,
-    /// May be rewritten: MSETEX where options would be read as keys or a renamed built-in is
-    /// served, and COMMAND (GETKEYS) and ACL (DRYRUN), which ask about a call.
+    /// May be rewritten: MSETEX where options would be read as keys, and COMMAND (GETKEYS) and ACL
+    /// (DRYRUN), which ask about a call.
     Rewrite,
 }
 
@@ -31,11 +31,9 @@ pub fn seen(name: &[u8]) -> Seen {
     };
     let packs = module.filter_packs();
     let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
-    let asked_about = packs || module.alias;
     if (packs && is(module.name.as_bytes()))
-        || module.is_alias(name)
-        || ((asked_about || module.syntax == Syntax::Ttl) && is(b"COMMAND"))
-        || (asked_about && is(b"ACL"))
+        || ((packs || module.syntax == Syntax::Ttl) && is(b"COMMAND"))
+        || (packs && is(b"ACL"))
     {
         Seen::Rewrite
     } else {
@@ -68,17 +66,6 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
             Refusal::Parse(ParseError::NumkeysShape).short_text(&module.name),
         );
     }
-    // The built-in renamed away: its calls go to this command.
-    let mut changes: Vec<ArgsChange> = call
-        .first()
-        .filter(|first| module.is_alias(first))
-        .map(|_| ArgsChange {
-            at,
-            replaced: 1,
-            with: vec![module.name.as_bytes().to_vec()],
-        })
-        .into_iter()
-        .collect();
     let packing = module
         .packs_for()
         .and_then(|moved| module.syntax.pack(call).map(|packing| (moved, packing)));
@@ -86,25 +73,26 @@ pub fn rewrite(args: &[&[u8]]) -> Vec<ArgsChange> {
         if routed && moved == MovedKeys::Refused {
             return refuse_with(args, Refusal::Unroutable.short_text(&module.name));
         }
-        changes.push(ArgsChange {
-            at: at + packing.trailing,
-            replaced: call.len().saturating_sub(packing.trailing),
-            with: Vec::new(),
-        });
-        changes.push(ArgsChange {
-            at: at + 1,
-            replaced: packing.leading,
-            with: vec![packing.arg],
-        });
+        return vec![
+            ArgsChange {
+                at: at + packing.trailing,
+                replaced: call.len().saturating_sub(packing.trailing),
+                with: Vec::new(),
+            },
+            ArgsChange {
+                at: at + 1,
+                replaced: packing.leading,
+                with: vec![packing.arg],
+            },
+        ];
     }
-    changes
+    Vec::new()
 }
 
 /// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
 /// the server routes it (only the call itself).
 fn locate(module: &config::Module, args: &[&[u8]]) -> Option<(usize, bool)> {
-    let is_ours =
-        |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes()) || module.is_alias(arg);
+    let is_ours = |arg: &&[u8]| arg.eq_ignore_ascii_case(module.name.as_bytes());
     let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
     match args {
         [first, ..] if is_ours(first) => Some((0, true)),

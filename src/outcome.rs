@@ -15,10 +15,8 @@ pub enum Refusal {
     /// Keys declared by key specs only, and the server could not learn this call's (its options
     /// stood among them, no command filter moved them).
     Undeclared,
-    /// The user may not run MSETEX (Redis 7.0, see `acl`).
-    NoPermissionForCommand,
-    /// The user may run MSETEX, but not on one of these keys.
-    NoPermissionForKeys,
+    /// Redis 7.0: the user may not write these keys with MSET, or one of them with SET (`acl`).
+    NoCapability,
     /// A client called `<name>.apply`.
     ApplyFromClient,
     /// Options among the keys on a server routing by keys read before any module could move them
@@ -76,13 +74,10 @@ impl Refusal {
                     Syntax::Numkeys => String::new(),
                 }
             ),
-            Refusal::NoPermissionForCommand => {
-                format!("NOPERM this user has no permissions to run the '{name}' command")
-            }
-            Refusal::NoPermissionForKeys => {
-                "NOPERM this user has no permissions to access one of the keys used as arguments"
-                    .to_owned()
-            }
+            Refusal::NoCapability => format!(
+                "NOPERM this user has no permissions to run the '{name}' command with these \
+                 keys: on Redis 7.0, {name} also needs MSET on these keys and SET on each"
+            ),
             Refusal::ApplyFromClient => format!(
                 "ERR {name}.apply only applies what MSETEX replicated (on replicas, while the \
                  AOF loads, on the node a slot migrates to): call {name}"

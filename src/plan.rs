@@ -9,7 +9,7 @@ use crate::config::Module;
 use crate::docs::Docs;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::replication::{CallForm, Replication};
-use crate::server::{Builtin, Environment, KeysDeclared, Profile, Server};
+use crate::server::{Builtin, Environment, KeysDeclared, Profile, Server, ServerCommand};
 use crate::syntax::{apply, Syntax};
 use crate::write::Batching;
 
@@ -52,7 +52,7 @@ impl Plan {
 pub struct Registrations {
     pub options: ModuleOptions,
     pub commands: Vec<Registration>,
-    /// What every call reads; `acl` is settled once the server takes or refuses ACL categories.
+    /// What every call reads.
     pub module: Module,
     /// Whether the "nobody listens" shortcut may be used, once its events and filter are in place.
     pub shortcut_allowed: bool,
@@ -93,9 +93,9 @@ pub fn plan(
 ) -> Result<Plan, String> {
     let profile = Profile::new(server, environment);
     let module_options = ModuleOptions::of(&profile);
-    let (name, alias) = match naming(server, &profile, options, environment)? {
+    let name = match naming(server, &profile, options, environment)? {
         Naming::StepAside(line) => return Ok(Plan::step_aside(line, module_options)),
-        Naming::Register { name, alias } => (name, alias),
+        Naming::Register(name) => name,
     };
     let c_name = |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
     let syntax = options.syntax;
@@ -117,10 +117,8 @@ pub fn plan(
         syntax,
         replicate: options.replicate,
         replication,
-        acl: AclCheck::ByName,
         cluster: environment.cluster,
         counter_c,
-        alias,
         profile,
         name,
     };
@@ -191,7 +189,7 @@ fn registrations(
 
 /// What the log says once the commands are registered.
 fn notes(module: &Module, environment: Environment) -> Vec<String> {
-    let (name, profile) = (&module.name, &module.profile);
+    let profile = &module.profile;
     let mut notes: Vec<String> = module.replication.load_note().into_iter().collect();
     if profile.keys != KeysDeclared::ByCallback {
         notes.push(format!(
@@ -205,13 +203,6 @@ fn notes(module: &Module, environment: Environment) -> Vec<String> {
             module.syntax.by_specs_note(&profile.keys)
         ));
     }
-    if module.alias {
-        notes.push(format!(
-            "the server's own MSETEX is renamed away (rename-command): this module serves \
-             MSETEX calls in its place, as '{name}' (the server cannot give a module the name \
-             of a command it renamed; grant '{name}' or its categories in ACL rules)"
-        ));
-    }
     notes
 }
 
@@ -222,9 +213,17 @@ fn check_commands(
     replication: &Replication,
     environment: Environment,
 ) -> Result<(), String> {
+    let acl = (profile.acl == AclCheck::Capability).then_some(
+        "asks the server whether the user may run it on the call's keys (MSETEX's ACL check on \
+         Redis 7.0)",
+    );
     let needs = Batching::commands(profile)
         .into_iter()
-        .chain(replication.command());
+        .chain(replication.command())
+        .chain(
+            acl.into_iter()
+                .flat_map(|why| [(ServerCommand::Mset, why), (ServerCommand::Set, why)]),
+        );
     for (command, why) in needs {
         if !environment.callable.has(command) {
             return Err(format!(
@@ -237,22 +236,20 @@ fn check_commands(
     Ok(())
 }
 
-/// MSETEX's name where it serves the calls of a built-in renamed away (the default name is taken).
-pub const REPLACEMENT_NAME: &str = "msetex.nk";
-
 /// What the command is called.
 enum Naming {
     /// The server's own MSETEX serves (the log line).
     StepAside(String),
-    /// Register as `name`; `alias`: the filter also sends it the renamed built-in's MSETEX calls.
-    Register { name: String, alias: bool },
+    Register(String),
 }
 
 /// Where the server has its own MSETEX (Redis 8.4+, Valkey 9.1+), the built-in's syntax under its
-/// name leaves the calls to it; if it is renamed away, the module serves them under another name
-/// (`RedisModule_CreateCommand` under a renamed command's original name crashes Redis 8.6 and
-/// Valkey 9.1). The TTL form cannot take the name there (typed clients send the numkeys form). A
-/// dotless name that could be a renamed server command is refused for the same reason.
+/// name leaves the calls to it. The module never takes the name of a server command, renamed away
+/// or not (`RedisModule_CreateCommand` under a renamed command's original name crashes Redis 8.6
+/// and Valkey 9.1), and never answers to a name it did not register: ACL rules, the AOF, MONITOR
+/// and clients' command tables all see the command under the name it was called by. So where the
+/// built-in is renamed away, or the TTL form would take its name, the load is refused with the
+/// name to load it under. A dotless name that could be a renamed server command is refused too.
 fn naming(
     server: Option<&Server>,
     profile: &Profile,
@@ -260,19 +257,19 @@ fn naming(
     environment: Environment,
 ) -> Result<Naming, String> {
     let name = options.command_name.clone();
-    let builtin = server.filter(|s| s.has_builtin_msetex());
-    let replaces = options.syntax == Syntax::Numkeys && profile.builtin == Builtin::RenamedAway;
-    match builtin {
+    match server.filter(|s| s.has_builtin_msetex()) {
         Some(server) if options.default_name() => match (options.syntax, profile.builtin) {
             (Syntax::Numkeys, Builtin::Serving) => Ok(Naming::StepAside(format!(
                 "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \
                  registers nothing (the same redis.conf works before and after the upgrade)",
                 server.describe()
             ))),
-            (Syntax::Numkeys, _) => Ok(Naming::Register {
-                name: REPLACEMENT_NAME.to_owned(),
-                alias: true,
-            }),
+            (Syntax::Numkeys, _) => Err(format!(
+                "{}'s own MSETEX is renamed away (rename-command), and a module cannot take the \
+                 name of a renamed command: load the module under a name of its own \
+                 (COMMAND-NAME msetex.nk) and call that name",
+                server.describe()
+            )),
             (Syntax::Ttl, _) => Err(format!(
                 "{} has a built-in MSETEX that takes numkeys first, so this module cannot \
                  register its TTL-first 'msetex' there (typed clients send the numkeys form); \
@@ -280,15 +277,9 @@ fn naming(
                 server.describe()
             )),
         },
-        _ if options.default_name() || name.contains('.') => Ok(Naming::Register {
-            name,
-            alias: replaces,
-        }),
+        _ if options.default_name() || name.contains('.') => Ok(Naming::Register(name)),
         _ => match environment.name_in_use {
-            Some(false) => Ok(Naming::Register {
-                name,
-                alias: replaces,
-            }),
+            Some(false) => Ok(Naming::Register(name)),
             Some(true) => Err(format!(
                 "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \
                  module cannot take it): choose another one, with a dot (app.{name})"

@@ -298,7 +298,7 @@ impl<'call> Wire<'call> {
         let ctx = self.ctx;
         if self.set_tail.is_none() {
             let tail = words(expiry.into(), Form::Options)
-                .and_then(|words| words.into_iter().map(|w| string(ctx, w)).collect())
+                .and_then(|words| strings(ctx, &words))
                 .ok_or(Abort("allocate the replicated command"))?;
             self.set_tail = Some(tail);
         }
@@ -336,14 +336,9 @@ impl<'call> Wire<'call> {
                 words(expiry.into(), Form::Options),
             ),
         };
-        let strings = |words: Option<Vec<Word>>| -> Option<Vec<OwnedString>> {
-            words?
-                .into_iter()
-                .map(|word| string(self.ctx, word))
-                .collect()
-        };
-        let (head, tail) = strings(head)
-            .zip(strings(tail))
+        let to_strings = |words: Option<Vec<Word>>| strings(self.ctx, &words?);
+        let (head, tail) = to_strings(head)
+            .zip(to_strings(tail))
             .ok_or(Abort("allocate the replicated command"))?;
         if !self.ctx.replicate_command(command, &head, pairs, &tail) {
             return Err(Abort("replicate"));
@@ -386,12 +381,15 @@ pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     Reply::Ok
 }
 
-/// A protocol word as a string the server takes.
-fn string(ctx: &Ctx<'_>, word: Word) -> Option<OwnedString> {
-    match word {
-        Word::Text(text) => ctx.string(text),
-        Word::Number(n) => ctx.string_from_i64(n),
-    }
+/// Protocol words as strings the server takes; `None` if one could not be made.
+pub fn strings(ctx: &Ctx<'_>, words: &[Word]) -> Option<Vec<OwnedString>> {
+    words
+        .iter()
+        .map(|word| match *word {
+            Word::Text(text) => ctx.string(text),
+            Word::Number(n) => ctx.string_from_i64(n),
+        })
+        .collect()
 }
 
 impl<'call> Sink<Arg<'call>> for Wire<'call> {

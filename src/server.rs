@@ -7,6 +7,8 @@
 
 use std::ffi::CStr;
 
+use crate::acl::AclCheck;
+
 /// The server family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Product {
@@ -283,6 +285,9 @@ pub struct Profile {
     pub native_replication: bool,
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
+    /// How ACL rules reach MSETEX: module commands get categories from Redis 7.2 (and in every
+    /// Valkey); Redis 7.0 can only be asked about other commands; 6.2 not at all.
+    pub acl: AclCheck,
 }
 
 /// How the server learns where a call's keys are.
@@ -365,6 +370,13 @@ impl Profile {
             shortcut_allowed: !environment.cluster,
             native_replication: builtin == Builtin::Serving && !environment.cluster,
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
+            acl: if !key_api_writes {
+                AclCheck::CommandName
+            } else if redis && server.version < (7, 2, 0) {
+                AclCheck::Capability
+            } else {
+                AclCheck::Categories
+            },
         }
     }
 
@@ -393,6 +405,7 @@ impl Profile {
             shortcut_allowed: false,
             native_replication: false,
             atomic_slot_migration: false,
+            acl: AclCheck::Capability,
         }
     }
 

@@ -11,6 +11,7 @@ use std::ffi::CStr;
 use crate::deadline::{words, Deadline, Expiry, Form, Resolved, Word};
 use crate::ffi::{Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values};
 use crate::outcome::Abort;
+use crate::replication::strings;
 use crate::server::{PastDeadline, Profile, ServerCommand};
 use crate::syntax::{parse_i64, Condition};
 use crate::{sizing, stats};
@@ -632,15 +633,7 @@ impl<'c> Keyspace for Ctx<'c> {
         self.signal_modified(key);
     }
     fn run(&self, call: &ServerWrite, pairs: &[Arg<'c>]) -> bool {
-        let tail: Option<Vec<_>> = call
-            .tail
-            .iter()
-            .map(|word| match word {
-                Word::Text(text) => self.string(text),
-                Word::Number(n) => self.string_from_i64(*n),
-            })
-            .collect();
-        tail.is_some_and(|tail| {
+        strings(self, &call.tail).is_some_and(|tail| {
             self.call_with_pairs(
                 call.command,
                 call.head,

@@ -142,27 +142,7 @@ impl ServerConfig {
             config: self,
             dir,
         };
-        let mut child = spawn_server(
-            server.config.server(),
-            &server.write_config(server.port),
-            &server.config.args,
-        );
-        let deadline = Instant::now() + START_DEADLINE;
-        loop {
-            if let Ok(Some(_)) = child.try_wait() {
-                return server.log();
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                server.child = None;
-                panic!(
-                    "redis-server started although it should not have:\n{}",
-                    server.log()
-                );
-            }
-            sleep(Duration::from_millis(20));
-        }
+        server.spawn_expecting_failure()
     }
 
     /// Adds command-line arguments, after the config file (`--user`, ...).
@@ -316,6 +296,40 @@ impl Server {
     /// Replaces redis.conf lines for the next start (e.g. drop the module).
     pub fn set_config(&mut self, config: ServerConfig) {
         self.config = config;
+    }
+
+    /// Stops (SIGKILL), then starts with `config` on the same directory,
+    /// expecting the server to refuse to start (an AOF it cannot load, say);
+    /// returns its log. The server is down afterwards: `restart` it with
+    /// another config.
+    pub fn restart_expecting_failure(&mut self, config: ServerConfig) -> String {
+        self.kill();
+        self.config = config;
+        self.port = free_port();
+        self.spawn_expecting_failure()
+    }
+
+    fn spawn_expecting_failure(&mut self) -> String {
+        let mut child = spawn_server(
+            self.config.server(),
+            &self.write_config(self.port),
+            &self.config.args,
+        );
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                return self.log();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "redis-server started although it should not have:\n{}",
+                    self.log()
+                );
+            }
+            sleep(Duration::from_millis(20));
+        }
     }
 
     fn write_config(&self, port: u16) -> PathBuf {

@@ -116,18 +116,9 @@ impl<'call> Ctx<'call> {
         raw_args.iter().map(|&ptr| self.arg(ptr)).collect()
     }
 
+    /// An argument of this call (the server holds argv until the call returns).
     pub(super) fn arg(&self, ptr: *mut RedisModuleString) -> Arg<'call> {
-        let mut len = 0usize;
-        // SAFETY: ptr is a live argv string; StringPtrLen only reads it, and its pointer is valid
-        // all call (the server holds argv until we return).
-        let data = unsafe { (self.api.string_ptr_len)(ptr, &mut len) };
-        let bytes = if data.is_null() || len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: data points at len readable bytes owned by the string.
-            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-        };
-        Arg { ptr, bytes }
+        arg_of(self.api, ptr)
     }
 
     /// The server's clock in unix milliseconds.
@@ -195,22 +186,39 @@ impl<'call> Ctx<'call> {
 /// A module-owned string, released with `RedisModule_FreeString` on drop.
 pub struct OwnedString {
     pub(super) ptr: *mut RedisModuleString,
-    free: unsafe extern "C" fn(*mut RedisModuleCtx, *mut RedisModuleString),
+    api: &'static Api,
 }
 
 impl OwnedString {
-    pub(super) fn new(ptr: *mut RedisModuleString, api: &Api) -> Option<OwnedString> {
+    pub(super) fn new(ptr: *mut RedisModuleString, api: &'static Api) -> Option<OwnedString> {
         // `then`, not `then_some`: an eagerly built value would be dropped, freeing the pointer.
-        (!ptr.is_null()).then(|| OwnedString {
-            ptr,
-            free: api.free_string,
-        })
+        (!ptr.is_null()).then(|| OwnedString { ptr, api })
+    }
+
+    /// The string as an argument, for as long as it lives.
+    pub fn arg(&self) -> Arg<'_> {
+        arg_of(self.api, self.ptr)
     }
 }
 
 impl Drop for OwnedString {
     fn drop(&mut self) {
         // SAFETY: created with a NULL ctx (or handed over to free): ours to release, exactly once.
-        unsafe { (self.free)(std::ptr::null_mut(), self.ptr) };
+        unsafe { (self.api.free_string)(std::ptr::null_mut(), self.ptr) };
     }
+}
+
+/// A view of a live string: its bytes stay valid while it does, unchanged.
+fn arg_of<'a>(api: &Api, ptr: *mut RedisModuleString) -> Arg<'a> {
+    let mut len = 0usize;
+    // SAFETY: ptr is a live string; StringPtrLen only reads it, and its pointer stays valid while
+    // the string does (the caller ties 'a to that).
+    let data = unsafe { (api.string_ptr_len)(ptr, &mut len) };
+    let bytes = if data.is_null() || len == 0 {
+        &[][..]
+    } else {
+        // SAFETY: data points at len readable bytes owned by the string.
+        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+    };
+    Arg { ptr, bytes }
 }

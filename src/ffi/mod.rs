@@ -113,7 +113,6 @@ module_api! {
         free_module_user = RedisModule_FreeModuleUser: fn(*mut RedisModuleUser);
         acl_add_log_entry = RedisModule_ACLAddLogEntry: fn(*mut RedisModuleCtx, *mut RedisModuleUser, *mut RedisModuleString, raw::RedisModuleACLLogEntryReason);
         get_client_user_name_by_id = RedisModule_GetClientUserNameById: fn(*mut RedisModuleCtx, u64) -> *mut RedisModuleString;
-        acl_check_key_permissions = RedisModule_ACLCheckKeyPermissions: fn(*mut RedisModuleUser, *mut RedisModuleString, c_int) -> c_int;
         // Redis 7.2+ / Valkey: which module options this server knows.
         get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
         // Newer Redis (8.6.3 has it; 8.0.6 and Valkey 9.1.2 do not): a config read directly, whatever
@@ -195,7 +194,7 @@ mod sds;
 /// The server's context handle, as the load step passes it around.
 pub use redis_module::raw::RedisModuleCtx as RawCtx;
 
-pub use acl::{acl_check_available, AclVerdict};
+pub use acl::{acl_check_available, AclUser, Caller, LogReason};
 pub use call::{Head, Propagation, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module,

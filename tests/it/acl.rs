@@ -1,7 +1,17 @@
 //! ACL: the server's own check before MSETEX (its categories and key
 //! specifications on Redis 7.2+ and Valkey; rules by name on 7.0 and 6.2),
-//! and on Redis 7.0 MSET's permission on the call's keys, asked of the
-//! server before any write. The module never changes a user's rules.
+//! and on Redis 7.0 a capability asked of the server before any write: MSET
+//! on the call's keys and SET on each. The module never changes a user's
+//! rules.
+
+/// The module's refusal on Redis 7.0 where the user may not write the keys
+/// with MSET and SET (src/outcome.rs).
+fn lacks_capability(name: &str) -> String {
+    format!(
+        "NOPERM this user has no permissions to run the '{name}' command with these keys: on \
+         Redis 7.0, {name} also needs MSET on these keys and SET on each"
+    )
+}
 
 use msetex_harness::*;
 
@@ -78,7 +88,7 @@ fn as_user(server: &Server, user: &str, rules: &[&str]) -> Connection {
 fn a_user_who_may_not_write_may_not_run_msetex() {
     // Redis 7.2+ and Valkey check MSETEX's own categories (@write @string
     // @slow); on Redis 7.0 `+@all` grants it, and the module asks the server
-    // whether the user may run MSET on the call's keys.
+    // whether the user may run MSET on the call's keys and SET on each.
     if skip_unless(
         target().is_7_0_or_later(),
         "Redis 6.2 has neither ACL categories for module commands nor a module API that \
@@ -97,7 +107,7 @@ fn a_user_who_may_not_write_may_not_run_msetex() {
         let expected = if target().has_module_acl_categories() {
             target().noperm_command(user, name)
         } else {
-            format!("NOPERM this user has no permissions to run the '{name}' command")
+            lacks_capability(name)
         };
         assert_eq!(
             err(&mut con, &["MSETEX", "100", "app:a", "v"]),
@@ -134,45 +144,78 @@ fn a_user_who_may_write_keeps_msetex() {
     );
     assert_eq!(q::<String, _>(&mut con, &["GET", "w:a"]), "1");
     // A command rule against SET: MSETEX is a command of its own, as MSET is. Redis 7.0, which
-    // cannot say whether a rule took MSETEX's categories away, refuses where the user may not
-    // run a command of those categories (fail closed: narrower than 7.2, never wider).
+    // cannot say whether a rule took MSETEX's categories away, allows only what the user could
+    // write with MSET and SET anyway: a user without SET is refused there.
     let mut con = as_user(&server, "noset", &["~*", "+@all", "-set"]);
     let reply = exec(&mut con, &["MSETEX", "100", "w:b", "2"]);
     if target().has_module_acl_categories() || !target().is_7_0_or_later() {
         assert_eq!(reply.unwrap(), Value::Okay);
     } else {
-        assert!(error_text(&reply.unwrap_err()).contains("no permissions"));
+        assert_eq!(error_text(&reply.unwrap_err()), lacks_capability(name));
     }
 }
 
-/// Redis 7.0: the commands the module asks about are exactly those of MSETEX's 7.2 categories,
-/// as the server lists them (`SAME_CATEGORIES` in src/acl.rs, and MSET).
+/// A selector that may SET some keys does not let MSETEX write the others: the user below may
+/// MSET every key (one selector) and SET only `first*` keys (another). Redis 7.2 refuses every
+/// call of it by the categories; 7.0 refuses the calls that name a key the user cannot SET, and
+/// logs that key.
 #[test]
-fn redis_7_0_peers_are_the_commands_of_msetexs_categories() {
+fn a_selector_cannot_widen_a_call() {
     if skip_unless(
-        target().is_7_0_or_later() && !target().has_module_acl_categories(),
-        "Redis 7.0 alone gives module commands no ACL categories",
+        target().is_7_0_or_later(),
+        "selectors and a permission check for modules need Redis 7.0",
     ) {
         return;
     }
     let server = Server::start();
-    let mut con = server.client();
-    let mut listed = |category: &str| -> std::collections::BTreeSet<String> {
-        q::<Vec<String>, _>(&mut con, &["ACL", "CAT", category])
-            .into_iter()
-            .collect()
-    };
-    let (write, string, slow) = (listed("write"), listed("string"), listed("slow"));
-    let mut all: Vec<String> = write
-        .iter()
-        .filter(|c| string.contains(*c) && slow.contains(*c))
-        .cloned()
-        .collect();
-    all.sort();
-    assert_eq!(
-        all,
-        ["mset", "msetnx", "psetex", "set", "setex", "setrange"]
+    let name = target().command_name();
+    let mut admin = server.client();
+    let mut con = as_user(
+        &server,
+        "sel",
+        &[
+            "+@all",
+            "-@write",
+            "~*",
+            "(+mset",
+            "~*)",
+            "(+set",
+            "+setex",
+            "+psetex",
+            "+msetnx",
+            "+setrange",
+            "~first*)",
+        ],
     );
+    for refused in [
+        &["SET", "other", "x", "EX", "60"][..],
+        &["EXPIRE", "other", "60"],
+        &["DEL", "other"],
+        &["MSETEX", "60", "other", "x"],
+        &["MSETEX", "1", "first1", "x", "other", "y"],
+        &["MSETEX", "1", "other", "y", "first1", "x"],
+    ] {
+        q::<(), _>(&mut admin, &["ACL", "LOG", "RESET"]);
+        let reply = err(&mut con, refused);
+        assert!(reply.starts_with("NOPERM"), "{refused:?}: {reply}");
+        assert_eq!(q::<i64, _>(&mut admin, &["DBSIZE"]), 0, "{refused:?}");
+        if refused[0] == "MSETEX" && !target().has_module_acl_categories() {
+            assert_eq!(reply, lacks_capability(name));
+            let log = field_maps(&q::<Value, _>(&mut admin, &["ACL", "LOG", "1"]));
+            let entry = log.first().expect("an ACL LOG entry");
+            assert_eq!(entry.get("reason").map(String::as_str), Some("key"));
+            assert_eq!(entry.get("object").map(String::as_str), Some("other"));
+            assert_eq!(entry.get("username").map(String::as_str), Some("sel"));
+        }
+    }
+    // What the user could write anyway, 7.0 writes.
+    let both = exec(&mut con, &["MSETEX", "60", "first1", "x", "first2", "y"]);
+    if target().has_module_acl_categories() {
+        assert!(error_text(&both.unwrap_err()).starts_with("NOPERM"));
+    } else {
+        assert_eq!(both.unwrap(), Value::Okay);
+        assert_eq!(q::<i64, _>(&mut admin, &["EXISTS", "first1", "first2"]), 2);
+    }
 }
 
 #[test]
@@ -214,6 +257,9 @@ const RULE_SETS: &[&str] = &[
     "+@all -@write ~* (+@write ~tmp:*)",
     "+@all -@write ~* (+msetex ~tmp:*)",
     "+@all -@write ~* (+mset ~tmp:*)",
+    // What the user could write anyway: MSET and SET on the keys.
+    "+@all -@write ~* (+mset +set ~tmp:*)",
+    "-@all +msetex +mset +set ~app:*",
     // A category taken away, then MSET granted back by name.
     "+@all -@write +mset ~*",
     "+@all -@string +mset ~*",
@@ -452,96 +498,118 @@ fn server_with_user(
     Some((server, user))
 }
 
-/// Redis 7.2.6, the oracle of the differential tests, when the server
-/// under test is Redis 7.0 and 7.2.6 is there; otherwise `None`, with the
-/// skip reported.
-fn redis_7_2_oracle() -> Option<&'static Target> {
-    let oracle = targets_at(&[shared_servers_dir()
+/// Redis 7.2.6, the reference the differences are counted against, if it is
+/// there (../shared/servers).
+fn redis_7_2_reference() -> Option<&'static Target> {
+    let found = targets_at(&[shared_servers_dir()
         .join("redis-7.2.6/redis-server")
         .display()
         .to_string()]);
+    let reference = found.into_iter().next()?;
+    Some(Box::leak(Box::new(reference)))
+}
+
+/// The SET of each key of a call, with the call's expiry in milliseconds, as
+/// the module asks Redis 7.0 for them.
+fn as_sets(call: &[&str]) -> Vec<Vec<String>> {
+    let units = ["EX", "PX", "EXAT", "PXAT"];
+    let options = call
+        .iter()
+        .skip(1)
+        .take_while(|a| ["NX", "XX"].contains(a) || units.contains(a))
+        .count();
+    let unit = call
+        .iter()
+        .skip(1)
+        .take(options)
+        .find(|a| units.contains(a))
+        .copied()
+        .unwrap_or("EX");
+    let time: i64 = call[1 + options].parse().expect("a time");
+    let (option, ms) = match unit {
+        "EX" => ("PX", time * 1000),
+        "PX" => ("PX", time),
+        "EXAT" => ("PXAT", time * 1000),
+        _ => ("PXAT", time),
+    };
+    call[2 + options..]
+        .chunks(2)
+        .map(|pair| {
+            ["SET", pair[0], pair[1], option, &ms.to_string()]
+                .map(str::to_owned)
+                .to_vec()
+        })
+        .collect()
+}
+
+/// README, *Security*: on Redis 7.0 MSETEX writes exactly what the user could
+/// write anyway: a call writes if and only if the server's own check allows
+/// it (by name or `+@all`, and the key patterns), the user may MSET its keys
+/// and SET each with its expiry (each asked with `ACL DRYRUN`), whatever way
+/// the user got its rules. A call the module refuses answers NOPERM and
+/// leaves an ACL LOG entry. Against Redis 7.2.6 (if there) both kinds of
+/// difference are counted; where both write, both do the same.
+#[test]
+fn redis_7_0_writes_exactly_what_the_user_could_write_with_mset_and_set() {
     if skip_unless(
         target().product == Product::Redis && target().version.0 == 7 && target().version.1 == 0,
         "Redis 7.0 alone gives module commands no ACL categories",
-    ) || skip_unless(
-        !oracle.is_empty(),
-        "needs Redis 7.2.6 (../shared/servers) as the oracle",
     ) {
-        return None;
-    }
-    let oracle = oracle.into_iter().next()?;
-    Some(Box::leak(Box::new(oracle)))
-}
-
-/// The calls Redis 7.0 lets write where 7.2 refuses (none: a rule that takes one of MSETEX's 7.2
-/// categories away takes a command of [`SAME_CATEGORIES`] away too). Listed here so that the test
-/// fails if one appears.
-const KNOWN_DIFFERENCES: &[(&str, &[&str])] = &[];
-
-/// The other commands of MSETEX's 7.2 categories, on a call's first key (as the module asks).
-fn as_peers<'a>(call: &[&'a str]) -> Vec<Vec<&'a str>> {
-    let Some(key) = keys_of(call).first().copied() else {
-        return Vec::new();
-    };
-    [
-        &["SET", key, "v"][..],
-        &["SETEX", key, "1", "v"],
-        &["PSETEX", key, "1", "v"],
-        &["MSETNX", key, "v"],
-        &["SETRANGE", key, "0", "v"],
-    ]
-    .into_iter()
-    .map(<[&str]>::to_vec)
-    .collect()
-}
-
-/// README, *Security*: on Redis 7.0 no call writes what Redis 7.2 refuses,
-/// whatever way the user got its rules ([`KNOWN_DIFFERENCES`] is empty); a
-/// call 7.0 refuses and 7.2 allows is refused by the server's own check (no
-/// rule by name), by MSET's permission on its keys or by another command of
-/// MSETEX's categories, with an ACL LOG entry; where both allow, both do the same.
-#[test]
-fn redis_7_0_writes_nothing_redis_7_2_refuses() {
-    let Some(oracle) = redis_7_2_oracle() else {
         return;
-    };
+    }
+    let reference = redis_7_2_reference();
     let mut violations = Vec::new();
-    let (mut compared, mut stricter) = (0, 0);
+    let (mut compared, mut wider, mut narrower) = (0, 0, 0);
     for defined in DEFINITIONS {
         for rules in RULE_SETS {
             let Some((ours, mut ours_user)) = server_with_user(target(), rules, defined) else {
                 continue;
             };
-            let (theirs, mut theirs_user) =
-                server_with_user(oracle, rules, defined).expect("the same definition");
-            let (mut ours_admin, mut theirs_admin) = (ours.client(), theirs.client());
+            let mut theirs = reference.map(|reference| {
+                server_with_user(reference, rules, defined).expect("the same definition")
+            });
+            let mut ours_admin = ours.client();
+            let mut theirs_admin = theirs.as_ref().map(|(server, _)| server.client());
             for call in CALLS {
                 let what = format!("{defined:?} [{rules}] {call:?}");
                 let a = outcome(&mut ours_admin, &mut ours_user, call);
-                let b = outcome(&mut theirs_admin, &mut theirs_user, call);
                 compared += 1;
-                let known = KNOWN_DIFFERENCES.contains(&(*rules, *call));
-                if a.wrote() && a.values != b.values {
-                    if !known {
-                        violations.push(format!("{what}: 7.0 wrote {a:?}, 7.2 {b:?}"));
+                let by_server = dry_run(&mut ours_admin, call);
+                let by_mset = dry_run(&mut ours_admin, &as_mset(call));
+                let by_set = as_sets(call).iter().all(|set| {
+                    let set: Vec<&str> = set.iter().map(String::as_str).collect();
+                    dry_run(&mut ours_admin, &set)
+                });
+                if a.wrote() != (by_server && by_mset && by_set) {
+                    violations.push(format!(
+                        "{what}: 7.0 {a:?}; the server's check {by_server}, MSET {by_mset}, \
+                         SET on each {by_set}"
+                    ));
+                } else if !a.wrote() && !a.reply.starts_with("NOPERM") {
+                    violations.push(format!("{what}: 7.0 refused without NOPERM: {a:?}"));
+                } else if !a.wrote() && by_server && a.log.is_none() {
+                    violations.push(format!(
+                        "{what}: the module's refusal left no ACL LOG entry"
+                    ));
+                }
+                let (Some((_, theirs_user)), Some(theirs_admin)) =
+                    (theirs.as_mut(), theirs_admin.as_mut())
+                else {
+                    continue;
+                };
+                let b = outcome(theirs_admin, theirs_user, call);
+                match (a.wrote(), b.wrote()) {
+                    (true, false) => wider += 1,
+                    (false, true) => narrower += 1,
+                    (true, true)
+                        if a != Outcome {
+                            log: a.log.clone(),
+                            ..b.clone()
+                        } =>
+                    {
+                        violations.push(format!("{what}: 7.0 {a:?}, 7.2 {b:?}"))
                     }
-                } else if known {
-                    violations.push(format!("{what}: the known difference is gone: {a:?}"));
-                } else if !a.wrote() && b.wrote() {
-                    stricter += 1;
-                    let by_server = !dry_run(&mut ours_admin, call);
-                    let by_mset = !dry_run(&mut ours_admin, &as_mset(call));
-                    let by_peer = as_peers(call)
-                        .iter()
-                        .any(|peer| !dry_run(&mut ours_admin, peer));
-                    if !(by_server || by_mset || by_peer) || !a.reply.starts_with("NOPERM") {
-                        violations.push(format!("{what}: 7.0 refused {a:?} for no rule's reason"));
-                    } else if !by_server && a.log.is_none() {
-                        violations
-                            .push(format!("{what}: 7.0's MSET refusal left no ACL LOG entry"));
-                    }
-                } else if a.wrote() && a.reply != b.reply {
-                    violations.push(format!("{what}: 7.0 {a:?}, 7.2 {b:?}"));
+                    _ => {}
                 }
             }
         }
@@ -552,13 +620,21 @@ fn redis_7_0_writes_nothing_redis_7_2_refuses() {
         violations.len(),
         violations.join("\n")
     );
+    let against = if reference.is_some() {
+        format!(
+            "; against Redis 7.2.6: {wider} written where 7.2 refuses (the user may MSET those \
+             keys and SET each), {narrower} refused where 7.2 writes (the user lacks one of them)"
+        )
+    } else {
+        "; Redis 7.2.6 not found, no comparison".to_owned()
+    };
     record_result(
-        "ACL on Redis 7.0 against Redis 7.2",
+        "ACL on Redis 7.0: MSETEX writes what MSET and SET could",
         &format!(
             "{} rule sets x {} calls, users from ACL SETUSER, redis.conf, --user, an ACL file \
-             (with non-UTF-8 bytes), ACL LOAD and before MODULE LOAD: {compared} calls, 0 writes \
-             7.2 refuses; {stricter} refused where 7.2 writes (rules by name, or the permission of \
-             MSET or another command of MSETEX's categories)",
+             (with non-UTF-8 bytes), ACL LOAD and before MODULE LOAD: {compared} calls, each \
+             written exactly where the server's check, MSET on its keys and SET on each allow \
+             it{against}",
             RULE_SETS.len(),
             CALLS.len()
         ),

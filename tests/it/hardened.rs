@@ -1,8 +1,8 @@
 //! Hardened and upgraded deployments: each server command the module calls
 //! renamed away (`rename-command X ""`, common for CONFIG, ACL, DEBUG),
 //! MODULE UNLOAD (refused while the module has commands), and the
-//! built-in MSETEX of Redis 8.4+ / Valkey 9.1+ renamed away so that the
-//! module serves it. Each either works completely (primary, replica, AOF)
+//! built-in MSETEX of Redis 8.4+ / Valkey 9.1+ renamed away, beside which
+//! the module serves under a name of its own. Each either works completely (primary, replica, AOF)
 //! or is refused cleanly: a refused load with one log line naming the
 //! command, a refused unload with the server up. Never a crash, never a
 //! call that writes and then fails.
@@ -20,14 +20,20 @@ fn loads_without(command: &str, mode: Replicate) -> bool {
     let redis_6_2 = !t.is_7_0_or_later();
     let valkey_8 = t.at_least(None, Some((8, 0)));
     let valkey_9_1 = t.is_valkey() && t.has_builtin_msetex();
+    // Redis 7.0's ACL check asks the server about MSET and SET.
+    let redis_7_0 = t.is_7_0_or_later() && !t.has_module_acl_categories();
     match command {
         // The batch of what the key API cannot write; Redis 6.2 writes every
         // key with SET, Valkey 9.1 batches with its built-in.
         "MSET" => redis_6_2 || valkey_9_1,
-        // Redis 6.2's writes, Valkey 8+'s past deadlines, REPLICATE SET's
-        // wire (except where the server runs MSETEX natively).
+        // Redis 6.2's writes, Valkey 8+'s past deadlines, Redis 7.0's ACL
+        // check, REPLICATE SET's wire (except where the server runs MSETEX
+        // natively).
         "SET" => {
-            !redis_6_2 && !valkey_8 && (mode == Replicate::Msetex || t.replicates_natively(false))
+            !redis_6_2
+                && !valkey_8
+                && !redis_7_0
+                && (mode == Replicate::Msetex || t.replicates_natively(false))
         }
         _ => true,
     }
@@ -232,35 +238,92 @@ fn module_unload_is_refused_so_nothing_reaches_a_command_gone() {
     );
 }
 
-/// docs/OPERATIONS.md, *Servers with their own MSETEX*: where the built-in MSETEX is renamed
-/// away, `SYNTAX NUMKEYS` serves MSETEX under its own name, with replicas
-/// and the AOF (the cluster side is in resharding.rs).
+/// The load line of the module beside a built-in MSETEX, under its own name.
+fn beside_the_builtin(mode: Replicate) -> ServerConfig {
+    ServerConfig::default().module_args(&[
+        "SYNTAX",
+        "NUMKEYS",
+        "COMMAND-NAME",
+        "msetex.nk",
+        "REPLICATE",
+        mode.arg(),
+    ])
+}
+
+/// docs/OPERATIONS.md, *Servers with their own MSETEX*: with the built-in renamed away, the module
+/// takes no name the server gave a command. Under the default name it refuses to load, saying
+/// what to load instead; under a name of its own it serves that name, which ACL rules, COMMAND
+/// INFO, replicas and the AOF all see as itself, and `MSETEX` stays unknown to everyone.
 #[test]
-fn the_module_replaces_a_builtin_renamed_away() {
+fn beside_a_builtin_renamed_away_the_module_answers_only_to_its_own_name() {
     if skip_unless(
         target().has_builtin_msetex(),
-        "replaces a built-in MSETEX (Redis 8.4+, Valkey 9.1+)",
+        "a built-in MSETEX (Redis 8.4+, Valkey 9.1+)",
     ) {
         return;
     }
+    let renamed = "rename-command MSETEX \"\"";
+    let log = ServerConfig::default()
+        .module_args(&["SYNTAX", "NUMKEYS"])
+        .line(renamed)
+        .start_expecting_failure();
+    assert!(
+        log.contains("renamed away") && log.contains("COMMAND-NAME msetex.nk"),
+        "{log}"
+    );
     for mode in [Replicate::Set, Replicate::Msetex] {
-        let config = || {
-            ServerConfig::default()
-                .module_args(&["SYNTAX", "NUMKEYS", "REPLICATE", mode.arg()])
-                .line("rename-command MSETEX \"\"")
-        };
+        let config = || beside_the_builtin(mode).line(renamed);
         let mut primary = config()
             .line("appendonly yes")
             .line("appendfsync always")
             .start();
-        assert!(primary.log().contains("in its place"), "{}", primary.log());
         let replica = start_replica(&primary, config());
         let mut p = primary.client();
-        let call = ["MSETEX", "2", "a", "1", "b", "two", "NX", "EX", "600"];
+        assert!(err(&mut p, &["MSETEX", "1", "a", "1", "EX", "600"]).contains("unknown command"));
+        assert_eq!(
+            q::<Value, _>(&mut p, &["COMMAND", "INFO", "MSETEX"]),
+            Value::Array(vec![Value::Nil])
+        );
+        let info = format!(
+            "{:?}",
+            q::<Value, _>(&mut p, &["COMMAND", "INFO", "msetex.nk"])
+        );
+        assert!(
+            info.contains("msetex.nk") && info.contains("write"),
+            "{info}"
+        );
+        // ACL rules see the command under its name: denied by it or by a category, it is
+        // refused; a rule about MSETEX names another command, which no one can run here.
+        for (rules, allowed) in [
+            ("+@all -msetex ~*", true),
+            ("+@all -msetex.nk ~*", false),
+            ("+@all -@write ~*", false),
+            ("-@all +msetex.nk ~*", true),
+            ("-@all +msetex ~*", false),
+        ] {
+            let mut setuser = vec!["ACL", "SETUSER", "u", "reset", "on", ">pw"];
+            setuser.extend(rules.split(' '));
+            q::<(), _>(&mut p, &setuser);
+            let mut user = primary.client();
+            q::<(), _>(&mut user, &["AUTH", "u", "pw"]);
+            let call = ["msetex.nk", "1", "u:k", "v", "EX", "600"];
+            let dry_run = raw_command(&[&["ACL", "DRYRUN", "u"][..], &call].concat())
+                .query::<Value>(&mut p)
+                .is_ok_and(|reply| reply == Value::Okay);
+            let reply = raw_command(&call).query::<i64>(&mut user);
+            assert_eq!(reply.is_ok(), allowed, "[{rules}] {reply:?}");
+            assert_eq!(dry_run, allowed, "[{rules}] ACL DRYRUN");
+            if !allowed {
+                assert!(error_text(&reply.unwrap_err()).starts_with("NOPERM"));
+            }
+            assert!(err(&mut user, &["MSETEX", "1", "u:k", "v"]).contains("unknown command"));
+            q::<i64, _>(&mut p, &["DEL", "u:k"]);
+        }
+        let call = ["msetex.nk", "2", "a", "1", "b", "two", "NX", "EX", "600"];
         assert_eq!(raw_command(&call).query::<i64>(&mut p).unwrap(), 1);
         assert_eq!(
             info_field(&mut p, "msetex", "msetex_calls").as_deref(),
-            Some("1")
+            Some("3")
         );
         wait_for_replicas(&mut p, 1);
         let keys: [&[u8]; 2] = [b"a", b"b"];
@@ -279,4 +342,47 @@ fn the_module_replaces_a_builtin_renamed_away() {
             on_primary
         );
     }
+}
+
+/// docs/OPERATIONS.md, *Servers with their own MSETEX*: an AOF that holds the built-in's MSETEX
+/// commands does not load once MSETEX is renamed away (the AOF runs no command filter, and a
+/// module cannot take the name); rewritten first (BGREWRITEAOF, with the built-in still named),
+/// it loads beside the module under its own name, every key and deadline kept.
+#[test]
+fn an_aof_with_the_builtins_msetex_moves_across_by_a_rewrite() {
+    if skip_unless(
+        target().has_builtin_msetex(),
+        "a built-in MSETEX (Redis 8.4+, Valkey 9.1+)",
+    ) {
+        return;
+    }
+    let aof = |config: ServerConfig| config.line("appendonly yes").line("appendfsync always");
+    let mut server = aof(ServerConfig::without_module()).start();
+    let mut con = server.client();
+    let call = ["MSETEX", "2", "a", "1", "b", "two", "EX", "600"];
+    assert_eq!(raw_command(&call).query::<i64>(&mut con).unwrap(), 1);
+    let keys: [&[u8]; 2] = [b"a", b"b"];
+    let written = values_and_deadlines(&mut con, &keys);
+    let renamed = || aof(beside_the_builtin(Replicate::Set)).line("rename-command MSETEX \"\"");
+    let log = server.restart_expecting_failure(renamed());
+    assert!(log.contains("MSETEX"), "{log}");
+    // The documented way across: a rewrite while the built-in still has its name.
+    server.set_config(aof(beside_the_builtin(Replicate::Set)));
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(values_and_deadlines(&mut con, &keys), written);
+    q::<String, _>(&mut con, &["BGREWRITEAOF"]);
+    let rewritten = eventually(std::time::Duration::from_secs(20), || {
+        info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+            && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+            && info_field(&mut con, "persistence", "aof_last_bgrewrite_status").as_deref()
+                == Some("ok")
+    });
+    assert!(rewritten, "{}", server.log());
+    server.set_config(renamed());
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(values_and_deadlines(&mut con, &keys), written);
+    let again = ["msetex.nk", "1", "c", "3", "EX", "600"];
+    assert_eq!(raw_command(&again).query::<i64>(&mut con).unwrap(), 1);
 }

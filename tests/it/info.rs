@@ -52,7 +52,7 @@ fn reports_the_load_options_and_who_listens() {
     let acl = if target().has_module_acl_categories() {
         "categories"
     } else if target().is_7_0_or_later() {
-        "by-name-and-mset"
+        "by-name-and-capability"
     } else {
         "by-name"
     };

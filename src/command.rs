@@ -10,7 +10,7 @@ use crate::config::{self, Module};
 use crate::deadline::{words, Deadline, Expiry, Form};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
 use crate::outcome::{Failure, Refusal};
-use crate::replication::{strings, Wire};
+use crate::replication::{self, strings, CtxLink, Wire};
 use crate::syntax::{apply, Ack, Request};
 use crate::write::{Batching, Fork};
 use crate::{stats, write};
@@ -78,11 +78,13 @@ fn write(
     flags: ContextFlags,
     now_ms: i64,
 ) -> Result<Reply, Failure> {
+    let link = CtxLink::new(ctx, module.counter_c.as_deref());
     let mut wire = Wire::new(
-        ctx,
+        link,
         &module.replication,
-        module.counter_c.as_deref(),
-        flags.aof,
+        pairs,
+        replication::nobody_listens(flags.aof),
+        module.profile.counts_at_end,
     );
     let mut deadline = Deadline::new(request.expiry);
     let batching = Batching::choose(&module.profile, request.expiry, now_ms);
@@ -100,14 +102,9 @@ fn write(
         fork,
         &mut wire,
     );
-    let written = match outcome {
-        Ok(written) => written,
-        Err(abort) => {
-            wire.abandon(pairs, deadline.resolved());
-            return Err(abort.into());
-        }
-    };
-    wire.finish(&module.replication, pairs, deadline.resolved())?;
+    // An abort drops the wire, which sends what was written.
+    let written = outcome?;
+    wire.finish()?;
     stats::record_keys(written);
     Ok(match request.ack {
         Ack::Ok => Reply::Ok,

@@ -20,7 +20,7 @@ pub struct Module {
     pub profile: Profile,
     /// `cluster-enabled yes`.
     pub cluster: bool,
-    /// The changes counter (`<name>.changes`), where [`Replication::counts_changes`].
+    /// The changes counter (`<name>.changes`), where a call counts its changes at the end.
     pub counter_c: Option<CString>,
 }
 

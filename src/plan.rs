@@ -174,7 +174,7 @@ fn registrations(
             categories: true,
         });
     }
-    if replication.counts_changes() {
+    if replication.counts_changes() || profile.counts_at_end {
         commands.push(Registration {
             name: c_name(".changes")?,
             role: Role::ChangesCounter,

@@ -230,130 +230,149 @@ pub fn listeners_label(aof_on: bool) -> &'static CStr {
 
 // --- One call's replication ------------------------------------------------------------------
 
+/// What one call's replication needs from the server: queue a command for replicas and the AOF,
+/// count changes for RDB save points. The module API ([`CtxLink`]) or the unit tests' recorder.
+pub trait Link<A> {
+    /// Queues `command head... pairs... tail...`; false if the server refused it.
+    fn replicate(&mut self, command: &CStr, head: &[Word], pairs: &[A], tail: &[Word]) -> bool;
+    /// Counts one change where nothing receives it (`RedisModule_ReplicateVerbatim`).
+    fn count_change(&mut self);
+    /// Counts `n` changes with one call of the changes counter; false if it failed.
+    fn count_changes(&mut self, n: usize) -> bool;
+}
+
 /// What this call sends, decided once when the call starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sends {
-    /// Nobody listens: replicate nothing, count each key-API change.
-    CountOnly,
-    /// `REPLICATE SET`: each key as `SET key value <tail>`.
+    /// Nobody listens: replicate nothing, count each key-API change (at the end, where counting
+    /// one copies the whole call).
+    CountOnly { at_end: bool },
+    /// `REPLICATE SET`: each key as `SET key value <expiry>`, which counts it.
     PerKey,
-    /// One command at the end once a key was written (`written`, the first pairs of the call: the
-    /// writer reports keys in argument order), counting the key-API writes.
-    PerCall { uncounted: usize, written: usize },
+    /// One command for the keys written, once the call ends.
+    PerCall(CallForm),
 }
 
-/// One call's replication: created before the first write, fed each, finished after the last.
-pub struct Wire<'call> {
-    ctx: &'call Ctx<'call>,
+/// One call's replication: made before the first write, told of each key written (in argument
+/// order), ended by [`Wire::finish`]. Dropped without it (an abort anywhere, or a panic), it sends
+/// what was written all the same, so replicas and the AOF never miss a key the primary kept.
+pub struct Wire<'w, A: Copy, L: Link<A>> {
+    link: L,
     sends: Sends,
-    /// For [`Sends::PerKey`]: the `<tail>` of `SET key value <tail>`, made with the first key.
-    set_tail: Option<Vec<OwnedString>>,
-    /// The changes counter (`<name>.changes`) where each call goes as one command.
-    counter: Option<&'call CStr>,
+    /// The per-call command's name.
+    command: &'w CStr,
+    /// The call's pairs: the first `written` of them are written.
+    pairs: &'w [A],
+    written: usize,
+    /// Key-API writes no command counted yet.
+    uncounted: usize,
+    /// The deadline the written keys got (known once the first is written).
+    expiry: Option<Resolved>,
+    ended: bool,
 }
 
-impl<'call> Wire<'call> {
+impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
+    /// `nobody_listens`: replicate nothing (see [`nobody_listens`]); `counts_at_end`: the profile's.
     pub fn new(
-        ctx: &'call Ctx<'call>,
-        replication: &Replication,
-        counter: Option<&'call CStr>,
-        aof_on: bool,
-    ) -> Wire<'call> {
-        let sends = match replication {
-            _ if nobody_listens(aof_on) => Sends::CountOnly,
-            Replication::PerKey => Sends::PerKey,
-            Replication::PerCall { .. } => Sends::PerCall {
-                uncounted: 0,
-                written: 0,
-            },
+        link: L,
+        replication: &'w Replication,
+        pairs: &'w [A],
+        nobody_listens: bool,
+        counts_at_end: bool,
+    ) -> Wire<'w, A, L> {
+        let (sends, command) = match replication {
+            _ if nobody_listens => (
+                Sends::CountOnly {
+                    at_end: counts_at_end,
+                },
+                c"",
+            ),
+            Replication::PerKey => (Sends::PerKey, c""),
+            Replication::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
         };
         Wire {
-            ctx,
+            link,
             sends,
-            set_tail: None,
-            counter,
+            command,
+            pairs,
+            written: 0,
+            uncounted: 0,
+            expiry: None,
+            ended: false,
         }
     }
 
-    /// After an [`Abort`] where the call goes as one command: the keys it wrote stay written, so
-    /// replicas and the AOF get each as `SET key value <expiry>` (they never diverge).
-    pub fn abandon(mut self, pairs: &[Arg<'call>], expiry: Option<Resolved>) {
-        let (Sends::PerCall { written, .. }, Some(expiry)) = (&self.sends, expiry) else {
-            return;
+    /// Ends the call: sends the per-call command and counts what no command counted.
+    pub fn finish(mut self) -> Result<(), Abort> {
+        self.ended = true;
+        self.send_written()
+    }
+
+    /// The written pairs as one command (per-call mode), and the changes left to count. A counter
+    /// that fails leaves save points late, nothing else: the keys are written and replicated.
+    fn send_written(&mut self) -> Result<(), Abort> {
+        let sent = match (self.sends, self.expiry) {
+            (Sends::PerCall(form), Some(expiry)) if self.written > 0 => {
+                let pairs = self.pairs.get(..2 * self.written).unwrap_or(self.pairs);
+                let (head, tail) = match form {
+                    CallForm::Apply => (words(expiry.into(), Form::Apply), Some(Vec::new())),
+                    CallForm::Numkeys => (
+                        Some(vec![Word::Number(self.written as i64)]),
+                        words(expiry.into(), Form::Options),
+                    ),
+                };
+                let sent = head.zip(tail).is_some_and(|(head, tail)| {
+                    self.link.replicate(self.command, &head, pairs, &tail)
+                });
+                // The command counts one change itself.
+                self.uncounted = self.uncounted.saturating_sub(1);
+                sent
+            }
+            _ => true,
         };
-        let written = *written;
-        for pair in pairs.chunks_exact(2).take(written) {
-            if let &[key, value] = pair {
-                // Best effort: the call already answers with its abort.
-                let _ = self.replicate_set(key, value, expiry);
+        let at_end = matches!(
+            self.sends,
+            Sends::PerCall(_) | Sends::CountOnly { at_end: true }
+        );
+        if at_end && self.uncounted > 0 {
+            // A failure leaves RDB save points later, nothing else.
+            let _ = self.link.count_changes(self.uncounted);
+            self.uncounted = 0;
+        }
+        if sent {
+            Ok(())
+        } else {
+            Err(Abort("replicate"))
+        }
+    }
+}
+
+impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            // Best effort: the call already answers with its abort (or a panic's error).
+            let _ = self.send_written();
+        }
+    }
+}
+
+impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
+    fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved) -> Result<(), Abort> {
+        self.expiry = Some(expiry);
+        match (self.sends, by) {
+            (_, WrittenBy::ReplicatedCommand) => return Ok(()),
+            (Sends::CountOnly { at_end: false }, WrittenBy::KeyApi) => self.link.count_change(),
+            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::KeyApi) => self.uncounted += 1,
+            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::Command) => {}
+            (Sends::PerKey, _) => {
+                let tail = words(expiry.into(), Form::Options).ok_or(Abort("replicate"))?;
+                if !self.link.replicate(c"SET", &[], &[key, value], &tail) {
+                    return Err(Abort("replicate"));
+                }
             }
         }
-    }
-
-    fn replicate_set(
-        &mut self,
-        key: Arg<'call>,
-        value: Arg<'call>,
-        expiry: Resolved,
-    ) -> Result<(), Abort> {
-        let ctx = self.ctx;
-        if self.set_tail.is_none() {
-            let tail = words(expiry.into(), Form::Options)
-                .and_then(|words| strings(ctx, &words))
-                .ok_or(Abort("allocate the replicated command"))?;
-            self.set_tail = Some(tail);
-        }
-        let tail = self.set_tail.as_deref().unwrap_or_default();
-        if !ctx.replicate_set(key, value, tail) {
-            return Err(Abort("replicate"));
-        }
-        Ok(())
-    }
-
-    /// Ends the call: if it goes as one command and a write needs it, replicates it (`pairs`,
-    /// `expiry`) and counts the key-API writes, less the one the replicated command counts.
-    pub fn finish(
-        self,
-        replication: &Replication,
-        pairs: &[Arg],
-        expiry: Option<Resolved>,
-    ) -> Result<(), Abort> {
-        let (
-            Sends::PerCall {
-                uncounted,
-                written: 1..,
-            },
-            Replication::PerCall { command, form },
-        ) = (self.sends, replication)
-        else {
-            return Ok(());
-        };
-        // Known once the first key was written.
-        let expiry = expiry.ok_or(Abort("resolve the deadline"))?;
-        let (head, tail) = match form {
-            CallForm::Apply => (words(expiry.into(), Form::Apply), Some(Vec::new())),
-            CallForm::Numkeys => (
-                Some(vec![Word::Number(pairs.len() as i64 / 2)]),
-                words(expiry.into(), Form::Options),
-            ),
-        };
-        let to_strings = |words: Option<Vec<Word>>| strings(self.ctx, &words?);
-        let (head, tail) = to_strings(head)
-            .zip(to_strings(tail))
-            .ok_or(Abort("allocate the replicated command"))?;
-        if !self.ctx.replicate_command(command, &head, pairs, &tail) {
-            return Err(Abort("replicate"));
-        }
-        if uncounted > 1 {
-            let counted = self.counter.is_some_and(|counter| {
-                COUNTER_ARMED.store(true, Ordering::Relaxed);
-                let counted = self.ctx.call_without_replication(counter, uncounted - 1);
-                COUNTER_ARMED.store(false, Ordering::Relaxed);
-                counted
-            });
-            if !counted {
-                return Err(Abort("count the changes"));
-            }
-        }
+        self.written += 1;
         Ok(())
     }
 }
@@ -392,28 +411,58 @@ pub fn strings(ctx: &Ctx<'_>, words: &[Word]) -> Option<Vec<OwnedString>> {
         .collect()
 }
 
-impl<'call> Sink<Arg<'call>> for Wire<'call> {
-    fn written(
-        &mut self,
-        key: Arg<'call>,
-        value: Arg<'call>,
-        by: WrittenBy,
-        expiry: Resolved,
-    ) -> Result<(), Abort> {
-        let ctx = self.ctx;
-        match (&mut self.sends, by) {
-            (_, WrittenBy::ReplicatedCommand) => {}
-            (Sends::CountOnly, WrittenBy::KeyApi) => ctx.count_change(),
-            (Sends::CountOnly, WrittenBy::Command) => {}
-            (Sends::PerKey, _) => self.replicate_set(key, value, expiry)?,
-            (Sends::PerCall { uncounted, written }, by) => {
-                if by == WrittenBy::KeyApi {
-                    *uncounted += 1;
-                }
-                *written += 1;
-            }
+/// The module API as a call's [`Link`]; keeps the strings of the last tail (one per call).
+pub struct CtxLink<'c> {
+    ctx: &'c Ctx<'c>,
+    counter: Option<&'c CStr>,
+    tail: Option<(Vec<Word>, Vec<OwnedString>)>,
+}
+
+impl<'c> CtxLink<'c> {
+    /// `counter`: the changes counter's name, where it is registered.
+    pub fn new(ctx: &'c Ctx<'c>, counter: Option<&'c CStr>) -> CtxLink<'c> {
+        CtxLink {
+            ctx,
+            counter,
+            tail: None,
         }
-        Ok(())
+    }
+}
+
+impl<'c> Link<Arg<'c>> for CtxLink<'c> {
+    fn replicate(
+        &mut self,
+        command: &CStr,
+        head: &[Word],
+        pairs: &[Arg<'c>],
+        tail: &[Word],
+    ) -> bool {
+        let ctx = self.ctx;
+        if self.tail.as_ref().is_none_or(|(words, _)| words != tail) {
+            self.tail = strings(ctx, tail).map(|strings| (tail.to_vec(), strings));
+        }
+        let Some((_, tail)) = self.tail.as_ref() else {
+            return false;
+        };
+        match (head, pairs) {
+            ([], [key, value]) => ctx.replicate_pair(command, *key, *value, tail),
+            _ => strings(ctx, head)
+                .is_some_and(|head| ctx.replicate_command(command, &head, pairs, tail)),
+        }
+    }
+
+    fn count_change(&mut self) {
+        self.ctx.count_change();
+    }
+
+    fn count_changes(&mut self, n: usize) -> bool {
+        let Some(counter) = self.counter else {
+            return false;
+        };
+        COUNTER_ARMED.store(true, Ordering::Relaxed);
+        let counted = self.ctx.call_without_replication(counter, n);
+        COUNTER_ARMED.store(false, Ordering::Relaxed);
+        counted
     }
 }
 

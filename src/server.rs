@@ -131,7 +131,7 @@ pub struct Environment {
 pub enum ServerCommand {
     /// The batch of keys the key API cannot write as SET would.
     Mset,
-    /// Redis 6.2's writes, Valkey 8+'s past deadlines, and what REPLICATE SET sends.
+    /// Valkey 8+'s past deadlines, an unidentified server's writes, and what REPLICATE SET sends.
     Set,
     /// The built-in (Redis 8.4+, Valkey 9.1+): Valkey's batch, native replication, stepping aside.
     Msetex,
@@ -251,10 +251,12 @@ impl Embedding {
 pub struct Profile {
     pub wording: Wording,
     pub keys: KeysDeclared,
-    /// Writing through the key API (StringSet, DMA, signals) leaves keys as SET does and counting
-    /// the change is cheap. Not on Redis 6.2, where counting a change copies the whole call: the
-    /// server's SET writes every key there, firing SET's events in argument order.
+    /// Writing through the key API (StringSet, DMA, signals) leaves keys as SET does. Not on an
+    /// unidentified server: the server's SET writes every key there.
     pub key_api_writes: bool,
+    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a
+    /// change, so a call counts its key-API changes once, at the end, with its changes counter.
+    pub counts_at_end: bool,
     /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
     /// place (no key API, or an allocator whose size classes the check does not know).
     pub in_place: Option<Embedding>,
@@ -337,7 +339,7 @@ impl Profile {
             return Profile::careful(environment);
         };
         let redis = server.product == Product::Redis;
-        let key_api_writes = !(redis && server.version < (7, 0, 0));
+        let redis_6 = redis && server.version < (7, 0, 0);
         let builtin = match (
             server.has_builtin_msetex(),
             environment.callable.has(ServerCommand::Msetex),
@@ -353,8 +355,9 @@ impl Profile {
                 Product::Valkey => Wording::Valkey,
             },
             keys: server.keys_declared(environment),
-            key_api_writes,
-            in_place: (environment.jemalloc && key_api_writes).then_some(server.embedding()),
+            key_api_writes: true,
+            counts_at_end: redis_6,
+            in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
             builtin,
@@ -365,12 +368,12 @@ impl Profile {
             } else {
                 PastDeadline::Store
             },
-            condition_counts_access: redis && server.version < (7, 0, 0),
+            condition_counts_access: redis_6,
             keynum_steps: server.has_builtin_msetex(),
             shortcut_allowed: !environment.cluster,
             native_replication: builtin == Builtin::Serving && !environment.cluster,
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
-            acl: if !key_api_writes {
+            acl: if redis_6 {
                 AclCheck::CommandName
             } else if redis && server.version < (7, 2, 0) {
                 AclCheck::Capability
@@ -393,6 +396,7 @@ impl Profile {
                 keynum_exact: false,
             },
             key_api_writes: false,
+            counts_at_end: false,
             in_place: None,
             fires_overwritten: false,
             signal_on_close: false,

@@ -73,9 +73,9 @@ pub enum Batching {
     Mset,
     /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
     Builtin,
-    /// `SET key value <expiry>` for every key: on Redis 6.2 (SET's events in argument order),
-    /// replicated by the module; or for a possibly past deadline on Valkey 8+, which SET decides
-    /// (it may delete the key) and replicates itself (`Propagation::ByCommand`).
+    /// `SET key value <expiry>` for every key: on an unidentified server, replicated by the
+    /// module; or for a possibly past deadline on Valkey 8+, which SET decides (it may delete the
+    /// key) and replicates itself (`Propagation::ByCommand`).
     EveryKeyWithSet(Propagation),
 }
 
@@ -107,7 +107,10 @@ impl Batching {
             ));
         }
         if !profile.key_api_writes {
-            commands.push((ServerCommand::Set, "writes every key on this server"));
+            commands.push((
+                ServerCommand::Set,
+                "writes every key on a server it cannot identify",
+            ));
         }
         if profile.past_deadline == PastDeadline::DecidedBySet {
             commands.push((

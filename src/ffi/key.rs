@@ -35,6 +35,7 @@ impl<'call> Ctx<'call> {
         (!handle.is_null()).then(|| Key {
             raw: handle,
             api: self.api,
+            buffer: None,
             _ctx: PhantomData,
         })
     }
@@ -51,6 +52,7 @@ impl<'call> Ctx<'call> {
         (!handle.is_null()).then(|| Key {
             raw: handle,
             api: self.api,
+            buffer: None,
             _ctx: PhantomData,
         })
     }
@@ -60,6 +62,10 @@ impl<'call> Ctx<'call> {
 pub struct Key<'ctx> {
     pub(super) raw: *mut RedisModuleKey,
     pub(super) api: &'static Api,
+    /// The private string buffer [`OpenKey::allocation`] got (`RedisModule_StringDMA`) and its
+    /// length, for [`OpenKey::overwrite`]: valid while the key stays open and its value unchanged
+    /// (nothing else writes the value meanwhile).
+    buffer: Option<(*mut u8, usize)>,
     pub(super) _ctx: PhantomData<&'ctx ()>,
 }
 
@@ -119,21 +125,31 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         if dst.is_null() || found != len || len == 0 {
             return None;
         }
+        self.buffer = Some((dst.cast::<u8>(), len));
         // SAFETY: dst is the DMA buffer of this live string value, len bytes.
         Some(unsafe { sds::allocation(dst, len) })
     }
 
     /// Keeps the key's dict and TTL entries; false (nothing written) unless the lengths are equal.
+    /// Writes into the buffer [`OpenKey::allocation`] got, or gets it.
     fn overwrite(&mut self, bytes: &[u8]) -> bool {
-        let mut len = 0usize;
-        // SAFETY: raw is an open key; DMA in write mode keeps the (already private) value private.
-        let dst =
-            unsafe { (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int) };
+        let (dst, len) = match self.buffer.take() {
+            Some(buffer) => buffer,
+            None => {
+                let mut len = 0usize;
+                // SAFETY: raw is an open key; DMA in write mode makes the value private.
+                let dst = unsafe {
+                    (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int)
+                };
+                (dst.cast::<u8>(), len)
+            }
+        };
         if dst.is_null() || len != bytes.len() || len == 0 {
             return false;
         }
-        // SAFETY: dst has len writable private bytes, bytes as many; copy (memmove) allows overlap.
-        unsafe { std::ptr::copy(bytes.as_ptr(), dst.cast::<u8>(), len) };
+        // SAFETY: dst has len writable private bytes (the value is unchanged since DMA gave it),
+        // bytes as many; copy (memmove) allows overlap.
+        unsafe { std::ptr::copy(bytes.as_ptr(), dst, len) };
         true
     }
 

@@ -9,9 +9,16 @@ use super::ctx::{Arg, Ctx, OwnedString};
 use super::OK;
 
 impl<'call> Ctx<'call> {
-    /// Queues `SET key value <tail...>` for replicas and the AOF (several per call: MULTI/EXEC);
-    /// `tail` (`PXAT ms`, `KEEPTTL` or nothing) is at most two strings, passed without allocating.
-    pub fn replicate_set(&self, key: Arg<'call>, value: Arg<'call>, tail: &[OwnedString]) -> bool {
+    /// Queues `command key value <tail...>` for replicas and the AOF (several per call:
+    /// MULTI/EXEC); `tail` (`PXAT ms`, `KEEPTTL` or nothing) is at most two strings, passed without
+    /// allocating.
+    pub fn replicate_pair(
+        &self,
+        command: &CStr,
+        key: Arg<'call>,
+        value: Arg<'call>,
+        tail: &[OwnedString],
+    ) -> bool {
         let mut ptrs = [std::ptr::null_mut::<RedisModuleString>(); 2];
         if tail.len() > ptrs.len() {
             return false; // never cut a command short on the wire
@@ -24,7 +31,7 @@ impl<'call> Ctx<'call> {
         let status = unsafe {
             (self.api.replicate)(
                 self.raw,
-                c"SET".as_ptr(),
+                command.as_ptr(),
                 c"ssv".as_ptr(),
                 key.ptr,
                 value.ptr,

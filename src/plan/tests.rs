@@ -152,7 +152,8 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                     if replicate == Replicate::Msetex && !native {
                         expected.push(Role::Apply);
                     }
-                    if replicate == Replicate::Msetex || native {
+                    let redis_6_2 = server.product == Product::Redis && server.version < (7, 0, 0);
+                    if replicate == Replicate::Msetex || native || redis_6_2 {
                         expected.push(Role::ChangesCounter);
                     }
                     assert_eq!(roles(&plan), expected, "{what}");
@@ -348,7 +349,6 @@ fn a_renamed_command_takes_another_path_or_fails_the_load_with_its_name() {
                         ..env(cluster, Some(1))
                     };
                     let loaded = plan(&options(Syntax::Ttl, replicate, "m"), Some(&server), env);
-                    let redis_6_2 = server.product == Product::Redis && server.version < (7, 0, 0);
                     let valkey_8 = server.product == Product::Valkey && server.version >= (8, 0, 0);
                     let valkey_9_1 =
                         server.product == Product::Valkey && server.version >= (9, 1, 0);
@@ -358,12 +358,9 @@ fn a_renamed_command_takes_another_path_or_fails_the_load_with_its_name() {
                         && (7, 0, 0) <= server.version
                         && server.version < (7, 2, 0);
                     let refused = match missing {
-                        ServerCommand::Mset => !redis_6_2 && !valkey_9_1,
+                        ServerCommand::Mset => !valkey_9_1,
                         ServerCommand::Set => {
-                            redis_6_2
-                                || valkey_8
-                                || redis_7_0
-                                || (replicate == Replicate::Set && !native)
+                            valkey_8 || redis_7_0 || (replicate == Replicate::Set && !native)
                         }
                         ServerCommand::Msetex => false,
                     };

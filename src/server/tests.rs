@@ -112,9 +112,10 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
 fn write_paths_follow_what_set_leaves() {
     let profile = |server: &Server| Profile::new(Some(server), PLAIN);
     let redis_6_2 = profile(&redis("6.2.16"));
-    assert!(!redis_6_2.key_api_writes);
-    assert_eq!(redis_6_2.in_place, None);
+    assert!(redis_6_2.key_api_writes && redis_6_2.counts_at_end);
+    assert!(!Profile::new(None, PLAIN).key_api_writes);
     for server in [
+        redis("6.2.16"),
         redis("7.0.15"),
         redis("8.0.6"),
         valkey("7.2.7"),

@@ -240,15 +240,16 @@ impl<'s> Sink<&'s [u8]> for Recorder {
     }
 }
 
+const ENVIRONMENT: Environment = Environment {
+    cluster: false,
+    io_threads: Some(1),
+    jemalloc: true,
+    callable: Callable::ALL,
+    name_in_use: Some(false),
+};
+
 fn profile(product: Product, version: (u32, u32, u32)) -> Profile {
-    let environment = Environment {
-        cluster: false,
-        io_threads: Some(1),
-        jemalloc: true,
-        callable: Callable::ALL,
-        name_in_use: Some(false),
-    };
-    Profile::new(Some(&Server { product, version }), environment)
+    Profile::new(Some(&Server { product, version }), ENVIRONMENT)
 }
 
 fn redis(major: u32, minor: u32) -> Profile {
@@ -476,10 +477,39 @@ fn a_batched_key_counts_one_access_as_set_does() {
 }
 
 #[test]
-fn redis_6_2_writes_every_key_with_set_in_argument_order() {
+fn redis_6_2_writes_through_the_key_api_as_7_0_does() {
     let store = Store::with(&[("b", Entry::string("bb"))]);
     let pairs = ["a", "x", "b", "yy", "c", "3"];
     let (written, recorder) = write(&store, &redis(6, 2), &pairs, Expiry::In(2000));
+    assert_eq!(written, 3);
+    assert_eq!(store.lines("key api"), ["key api a"]);
+    assert_eq!(store.lines("in place"), ["in place b"]);
+    assert_eq!(store.lines("call"), ["call MSET c 3"]);
+    let by: Vec<WrittenBy> = recorder.0.iter().map(|(_, by, _)| *by).collect();
+    assert_eq!(
+        by,
+        [WrittenBy::KeyApi, WrittenBy::KeyApi, WrittenBy::Command]
+    );
+    let events: Vec<String> = store.lines("event");
+    assert_eq!(
+        events,
+        [
+            "event set a",
+            "event expire a",
+            "event set b",
+            "event expire b",
+            "event set c",
+            "event expire c"
+        ]
+    );
+}
+
+#[test]
+fn an_unidentified_server_writes_every_key_with_set_in_argument_order() {
+    let store = Store::with(&[("b", Entry::string("bb"))]);
+    let pairs = ["a", "x", "b", "yy", "c", "3"];
+    let careful = Profile::new(None, ENVIRONMENT);
+    let (written, recorder) = write(&store, &careful, &pairs, Expiry::In(2000));
     assert_eq!(written, 3);
     let at = NOW + 2000;
     assert_eq!(

@@ -17,23 +17,18 @@ const COMMANDS: [&str; 5] = ["MSET", "SET", "MSETEX", "ACL", "CONFIG"];
 /// command (docs/OPERATIONS.md, *Hardened configurations*).
 fn loads_without(command: &str, mode: Replicate) -> bool {
     let t = target();
-    let redis_6_2 = !t.is_7_0_or_later();
     let valkey_8 = t.at_least(None, Some((8, 0)));
     let valkey_9_1 = t.is_valkey() && t.has_builtin_msetex();
     // Redis 7.0's ACL check asks the server about MSET and SET.
     let redis_7_0 = t.is_7_0_or_later() && !t.has_module_acl_categories();
     match command {
-        // The batch of what the key API cannot write; Redis 6.2 writes every
-        // key with SET, Valkey 9.1 batches with its built-in.
-        "MSET" => redis_6_2 || valkey_9_1,
-        // Redis 6.2's writes, Valkey 8+'s past deadlines, Redis 7.0's ACL
-        // check, REPLICATE SET's wire (except where the server runs MSETEX
-        // natively).
+        // The batch of what the key API cannot write; Valkey 9.1 batches with
+        // its built-in.
+        "MSET" => valkey_9_1,
+        // Valkey 8+'s past deadlines, Redis 7.0's ACL check, REPLICATE SET's
+        // wire (except where the server runs MSETEX natively).
         "SET" => {
-            !redis_6_2
-                && !valkey_8
-                && !redis_7_0
-                && (mode == Replicate::Msetex || t.replicates_natively(false))
+            !valkey_8 && !redis_7_0 && (mode == Replicate::Msetex || t.replicates_natively(false))
         }
         _ => true,
     }

@@ -92,9 +92,6 @@ fn a_bcast_noloop_client_is_not_told_about_its_own_writes() {
 fn batch_command() -> &'static str {
     if target().is_valkey() && target().has_builtin_msetex() {
         "msetex"
-    } else if !target().is_7_0_or_later() {
-        // Redis 6.2: every key through SET.
-        "set"
     } else {
         "mset"
     }
@@ -132,14 +129,11 @@ fn monitor_slowlog_and_commandstats_show_the_batch_command_and_nothing_else() {
     let (old, new) = ("o".repeat(200), "n".repeat(200));
     q::<(), _>(&mut con, &["SET", "m:new", &old, "EX", "100"]);
     q::<(), _>(&mut con, &["SLOWLOG", "RESET"]);
-    let key_api = target().is_7_0_or_later();
     q::<(), _>(&mut con, &["MSETEX", "100", "m:new", &new]);
     let slowlog: Value = q(&mut con, &["SLOWLOG", "GET", "10"]);
     let logged = format!("{slowlog:?}").to_ascii_lowercase();
-    if key_api {
-        assert_eq!(calls_of(&mut con, batch), 0, "{batch}");
-        assert!(!logged.contains(&format!("\"{batch}\"")), "{logged}");
-    }
+    assert_eq!(calls_of(&mut con, batch), 0, "{batch}");
+    assert!(!logged.contains(&format!("\"{batch}\"")), "{logged}");
     // An integer goes through the batch command: MONITOR shows its line
     // before the call's, SLOWLOG and commandstats count it.
     q::<(), _>(&mut con, &["SLOWLOG", "RESET"]);
@@ -169,6 +163,5 @@ fn monitor_slowlog_and_commandstats_show_the_batch_command_and_nothing_else() {
             .count()
     };
     assert_eq!(batch_lines("m:int"), 1, "{seen:?}");
-    // Redis 6.2 writes every key through SET.
-    assert_eq!(batch_lines("m:new"), usize::from(!key_api), "{seen:?}");
+    assert_eq!(batch_lines("m:new"), 0, "{seen:?}");
 }

@@ -7,11 +7,11 @@ use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
 use crate::config::{self, Module};
-use crate::deadline::{words, Deadline, Expiry, Form};
+use crate::deadline::{self, Deadline, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
 use crate::outcome::{Failure, Refusal};
-use crate::replication::{self, strings, CtxLink, Wire};
-use crate::syntax::{apply, Ack, Request};
+use crate::replication::{self, apply, CtxLink, Wire};
+use crate::syntax::{Ack, Request};
 use crate::write::{Batching, Fork};
 use crate::{stats, write};
 
@@ -154,7 +154,7 @@ fn check_acl(
     let (Some(mset), Some(set), Some(options)) = (
         ctx.string(b"MSET"),
         ctx.string(b"SET"),
-        words(expiry, Form::Options).and_then(|words| strings(ctx, &words)),
+        ctx.words(&deadline::options(expiry)),
     ) else {
         return Err(Refusal::NoCapability);
     };

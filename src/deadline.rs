@@ -2,7 +2,9 @@
 //! written and replicated with. A relative expiry (`EX`, `PX`) takes effect once, at the first key
 //! written, from the server's command clock (its command time snapshot on Redis 7.2+, as SET's);
 //! then one absolute deadline ([`Resolved`]) serves every other key and what replicas and the AOF
-//! get. [`Deadline`] owns it; [`words`] renders an expiry in the two sent forms. No Redis types.
+//! get. [`Deadline`] owns it; [`options`] renders an expiry as SET's options.
+
+use crate::ffi::Word;
 
 /// What happens to each key's time to live, as the call says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,46 +96,22 @@ impl Deadline {
     }
 }
 
-/// The first argument of `<name>.apply` for [`Resolved::Keep`].
-pub const APPLY_KEEP: &[u8] = b"KEEPTTL";
-/// The first argument of `<name>.apply` for [`Resolved::Persist`].
-pub const APPLY_PERSIST: &[u8] = b"PERSIST";
-
-/// The two ways the module writes an expiry on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// SET's and the built-in's options after the pairs: `PXAT <ms>`, `PX <ms>`, `KEEPTTL` or none.
-    Options,
-    /// `<name>.apply`'s first argument: `<ms>`, `KEEPTTL` or `PERSIST`.
-    Apply,
-}
-
-/// One protocol word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Word {
-    Text(&'static [u8]),
-    Number(i64),
-}
-
-/// `expiry` in `form`, at most two words; `None` for a relative TTL in the apply form (only ever
-/// sent resolved). The inverse of `syntax::apply::parse` and of the NUMKEYS options.
-pub fn words(expiry: Expiry, form: Form) -> Option<Vec<Word>> {
-    Some(match (form, expiry) {
-        (Form::Options, Expiry::At(at)) => vec![Word::Text(b"PXAT"), Word::Number(at)],
-        (Form::Options, Expiry::In(ms)) => vec![Word::Text(b"PX"), Word::Number(ms)],
-        (Form::Options, Expiry::Keep) => vec![Word::Text(b"KEEPTTL")],
-        (Form::Options, Expiry::Persist) => Vec::new(),
-        (Form::Apply, Expiry::At(at)) => vec![Word::Number(at)],
-        (Form::Apply, Expiry::Keep) => vec![Word::Text(APPLY_KEEP)],
-        (Form::Apply, Expiry::Persist) => vec![Word::Text(APPLY_PERSIST)],
-        (Form::Apply, Expiry::In(_)) => return None,
-    })
+/// `expiry` as SET's and the built-in MSETEX's options after the pairs: `PXAT <ms>`, `PX <ms>`,
+/// `KEEPTTL` or nothing. The inverse of the NUMKEYS form's options (round-trip property test).
+pub fn options(expiry: Expiry) -> Vec<Word> {
+    match expiry {
+        Expiry::At(at) => vec![Word::Text(b"PXAT"), Word::Number(at)],
+        Expiry::In(ms) => vec![Word::Text(b"PX"), Word::Number(ms)],
+        Expiry::Keep => vec![Word::Text(b"KEEPTTL")],
+        Expiry::Persist => Vec::new(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::syntax::{apply, Packed, Syntax};
+    use crate::replication::apply;
+    use crate::syntax::{Packed, Syntax};
     use proptest::prelude::*;
 
     fn text(words: &[Word]) -> Vec<Vec<u8>> {
@@ -162,11 +140,11 @@ mod tests {
         fn words_are_the_inverse_of_the_parsers(resolved in resolved()) {
             let expiry = Expiry::from(resolved);
             let mut call = vec![b"m.apply".to_vec()];
-            call.extend(text(&words(expiry, Form::Apply).unwrap()));
+            call.extend(text(&apply::words(resolved)));
             call.extend([b"k".to_vec(), b"v".to_vec()]);
             prop_assert_eq!(apply::parse(&call).map(|r| r.expiry), Ok(expiry));
             let mut call = vec![b"msetex".to_vec(), b"1".to_vec(), b"k".to_vec(), b"v".to_vec()];
-            call.extend(text(&words(expiry, Form::Options).unwrap()));
+            call.extend(text(&options(expiry)));
             prop_assert_eq!(Syntax::Numkeys.parse(&call, 0, Packed::Read).map(|r| r.expiry), Ok(expiry));
         }
     }
@@ -175,7 +153,6 @@ mod tests {
     fn a_relative_ttl_is_resolved_once() {
         let mut deadline = Deadline::new(Expiry::In(5000));
         assert_eq!(deadline.resolved(), None);
-        assert_eq!(words(deadline.expiry(), Form::Apply), None);
         deadline.took_effect(1_700_000_005_000);
         assert_eq!(deadline.resolved(), Some(Resolved::At(1_700_000_005_000)));
         deadline.took_effect(1);

@@ -8,9 +8,10 @@ use crate::acl::AclCheck;
 use crate::config::Module;
 use crate::docs::Docs;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
+use crate::replication::apply;
 use crate::replication::{CallForm, Replication};
 use crate::server::{Builtin, Environment, KeysDeclared, Profile, Server, ServerCommand};
-use crate::syntax::{apply, Syntax};
+use crate::syntax::Syntax;
 use crate::write::Batching;
 
 /// What a load does.

@@ -8,10 +8,11 @@
 
 use std::ffi::CStr;
 
-use crate::deadline::{words, Deadline, Expiry, Form, Resolved, Word};
-use crate::ffi::{Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values};
+use crate::deadline::{self, Deadline, Expiry, Resolved};
+use crate::ffi::{
+    Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values, Word,
+};
 use crate::outcome::Abort;
-use crate::replication::strings;
 use crate::server::{PastDeadline, Profile, ServerCommand};
 use crate::syntax::{parse_i64, Condition};
 use crate::{sizing, stats};
@@ -58,10 +59,11 @@ pub enum WrittenBy {
     ReplicatedCommand,
 }
 
-/// Where what is written goes next: the replication of the call.
+/// Where what is written goes next: the replication of the call. It cannot stop the writing: a
+/// key the primary kept is reported whatever became of the ones before.
 pub trait Sink<A> {
     /// `key` now holds `value`, written `by`, with `expiry`.
-    fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved) -> Result<(), Abort>;
+    fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved);
 }
 
 // --- The rules -------------------------------------------------------------------------------
@@ -330,7 +332,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             .deadline
             .resolved()
             .ok_or(Abort("resolve the deadline"))?;
-        self.sink.written(key, value, by, expiry)?;
+        self.sink.written(key, value, by, expiry);
         self.written += 1;
         Ok(())
     }
@@ -373,10 +375,14 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
+    /// Puts a pair in the batch, written first where it holds the other kind of value (integers
+    /// go to the server as fresh copies, the rest as they are: one kind per call) or this key.
     fn defer(&mut self, key: K::Arg, value: K::Arg, lfu: Option<i64>) -> Result<(), Abort> {
-        if self.batch.contains(key) {
+        let integer = parse_i64(value.as_ref()).is_some();
+        if self.batch.contains(key) || (self.batch.len() > 0 && self.batch.integers != integer) {
             self.flush()?;
         }
+        self.batch.integers = integer;
         self.batch.push(key, value, lfu);
         if self.batch.len() >= BATCH_MAX {
             self.flush()?;
@@ -405,7 +411,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             Expiry::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_in_runs(batch, ServerCommand::Mset, Head::None, Vec::new())?;
+        self.call_on(batch, ServerCommand::Mset, Head::None, Vec::new())?;
         for (index, (key, value, lfu)) in batch.entries().enumerate() {
             let mut handle = self.open(key, Touch::No)?;
             self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
@@ -423,8 +429,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
     fn flush_to_builtin(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
-        let tail = words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?;
-        self.call_in_runs(batch, ServerCommand::Msetex, Head::Numkeys, tail)?;
+        let tail = deadline::options(self.deadline.expiry());
+        self.call_on(batch, ServerCommand::Msetex, Head::Numkeys, tail)?;
         if let Expiry::In(_) = self.deadline.expiry() {
             let first = batch.keys().next().ok_or(Abort("read the deadline"))?;
             let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
@@ -451,7 +457,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let call = ServerWrite {
             command: ServerCommand::Set.name(),
             head: Head::None,
-            tail: words(self.deadline.expiry(), Form::Options).ok_or(Abort("write the expiry"))?,
+            tail: deadline::options(self.deadline.expiry()),
             values: Values::Fresh,
             propagation,
         };
@@ -477,45 +483,31 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Runs `command` in order on runs of integers (as fresh values to encode) and of the rest.
-    fn call_in_runs(
+    /// Runs the server's `command` on the batch; its values go as fresh copies where they are
+    /// integers (the server encodes only an object it holds alone).
+    fn call_on(
         &self,
         batch: &Batch<K::Arg>,
         command: ServerCommand,
         head: Head,
         tail: Vec<Word>,
     ) -> Result<(), Abort> {
-        let flat = batch.flat();
-        let integer = |at: usize| {
-            flat.get(at + 1)
-                .is_some_and(|value| parse_i64(value.as_ref()).is_some())
-        };
-        let mut call = ServerWrite {
+        let call = ServerWrite {
             command: command.name(),
             head,
             tail,
-            values: Values::AsTheyAre,
-            propagation: Propagation::ByModule,
-        };
-        let mut start = 0;
-        while start < flat.len() {
-            let integers = integer(start);
-            let mut end = start;
-            while end < flat.len() && integer(end) == integers {
-                end += 2;
-            }
-            let run = flat.get(start..end).ok_or(Abort("split the batch"))?;
-            call.values = if integers {
+            values: if batch.integers {
                 Values::Fresh
             } else {
                 Values::AsTheyAre
-            };
-            if !self.keyspace.run(&call, run) {
-                return Err(Abort("write the keys with the server's command"));
-            }
-            start = end;
+            },
+            propagation: Propagation::ByModule,
+        };
+        if self.keyspace.run(&call, batch.flat()) {
+            Ok(())
+        } else {
+            Err(Abort("write the keys with the server's command"))
         }
-        Ok(())
     }
 
     /// `key`'s deadline, read without effect (write-opened with no access where closing is silent).
@@ -537,6 +529,8 @@ struct Batch<A> {
     /// Per pair: the LFU counter to restore after the batch's own lookup.
     lfu: Vec<Option<i64>>,
     filter: [u64; 64],
+    /// The values waiting are integers (else none is).
+    integers: bool,
 }
 
 impl<A> Default for Batch<A> {
@@ -613,6 +607,7 @@ impl<A> Batch<A> {
             flat: Vec::with_capacity(2 * pairs),
             lfu: Vec::with_capacity(pairs),
             filter: [0; 64],
+            integers: false,
         }
     }
 }
@@ -636,7 +631,7 @@ impl<'c> Keyspace for Ctx<'c> {
         self.signal_modified(key);
     }
     fn run(&self, call: &ServerWrite, pairs: &[Arg<'c>]) -> bool {
-        strings(self, &call.tail).is_some_and(|tail| {
+        self.words(&call.tail).is_some_and(|tail| {
             self.call_with_pairs(
                 call.command,
                 call.head,

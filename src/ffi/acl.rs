@@ -5,8 +5,8 @@
 use libc::c_int;
 use redis_module::raw::{self, RedisModuleString, RedisModuleUser};
 
+use super::api::{Api, API, OK};
 use super::ctx::{Arg, Ctx, OwnedString};
-use super::{Api, API, OK};
 
 /// Who a call runs as, for the module's own permission checks.
 pub enum Caller<'c> {

@@ -7,8 +7,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
+use super::api::{log, Api, LogLevel, API, ERR, OK};
 use super::ctx::{Arg, Ctx, KeyPositions, Reply};
-use super::{log, Api, LogLevel, API, ERR, OK};
 
 /// A command the module registers (see [`super::create_command`]).
 pub trait Command {
@@ -78,7 +78,7 @@ pub fn on_load<M: Module>(
     if init != OK {
         return ERR;
     }
-    if let Err(reason) = super::init_api() {
+    if let Err(reason) = super::api::init_api() {
         log(ctx, LogLevel::Warning, &format!("not loaded: {reason}"));
         return ERR;
     }

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use libc::c_int;
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use super::{log, Api, LogLevel, API};
+use super::api::{log, Api, LogLevel, API};
 
 /// A "where are the keys" call (flag `getkeys-api`): collects positions.
 pub struct KeyPositions {
@@ -171,6 +171,17 @@ impl<'call> Ctx<'call> {
         OwnedString::new(ptr, self.api)
     }
 
+    /// Protocol words as strings the server takes; `None` if one could not be made.
+    pub fn words(&self, words: &[Word]) -> Option<Vec<OwnedString>> {
+        words
+            .iter()
+            .map(|word| match *word {
+                Word::Text(text) => self.string(text),
+                Word::Number(n) => self.string_from_i64(n),
+            })
+            .collect()
+    }
+
     /// A new string holding the decimal form of `n`, freed on drop.
     pub fn string_from_i64(&self, n: i64) -> Option<OwnedString> {
         // SAFETY: a NULL ctx makes the string ours to free.
@@ -181,6 +192,13 @@ impl<'call> Ctx<'call> {
     pub fn log_warning(&self, message: &str) {
         log(self.raw, LogLevel::Warning, message);
     }
+}
+
+/// One protocol word the module sends: a keyword or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Word {
+    Text(&'static [u8]),
+    Number(i64),
 }
 
 /// A module-owned string, released with `RedisModule_FreeString` on drop.

@@ -5,8 +5,9 @@ use std::marker::PhantomData;
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleKey};
 
+use super::api::{Api, OK};
 use super::ctx::{Arg, Ctx};
-use super::{sds, Api, OK};
+use super::sds;
 
 /// What an open key holds: nothing, a string of this length, or another type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! ```
 //! Per syntax (grammar, pair positions, key specs, COMMAND DOCS): `ttl.rs`, `numkeys.rs`; shared
 //! ([`Request`], errors, options, integers): `options.rs`; options moved out of the keys' way:
-//! `packed.rs`; the replication command of both: `apply.rs`. Pure functions over byte slices, no
+//! `packed.rs`. Pure functions over byte slices, no
 //! allocation except for a packed call, so unit- and property-tested without a server.
 
 use std::ffi::CStr;
@@ -15,13 +15,12 @@ use std::ops::Range;
 use crate::docs::Docs;
 use crate::server::KeysDeclared;
 
-pub mod apply;
 mod numkeys;
 mod options;
 mod packed;
 mod ttl;
 
-pub use options::{parse_i64, Ack, Condition, ParseError, Request, ACL_CATEGORIES};
+pub use options::{parse_i64, Ack, Condition, ParseError, Request, ACL_CATEGORIES, ARITY, DATA};
 
 /// Which syntax the module was loaded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use crate::docs::{plain, token, Arg, ArgKind};
 
 /// ACL categories on Redis 7.2+ (older: rules by name; on 7.0 `acl` checks MSET, which has them).
 pub const ACL_CATEGORIES: &CStr = c"write string slow";
-pub(super) const ARITY: i32 = -4;
+pub const ARITY: i32 = -4;
 
 /// `[NX | XX]`
 pub(super) const CONDITION: Arg = Arg {
@@ -22,7 +22,7 @@ pub(super) const CONDITION: Arg = Arg {
 };
 
 /// `key value [key value ...]`
-pub(super) const DATA: Arg = Arg {
+pub const DATA: Arg = Arg {
     name: c"data",
     kind: ArgKind::Block,
     token: None,

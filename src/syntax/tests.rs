@@ -395,45 +395,6 @@ fn a_packed_argument_is_plain_where_nothing_packs() {
     );
 }
 
-#[test]
-fn apply_takes_a_deadline_keepttl_or_persist() {
-    let apply = |items: &[&str]| apply::parse(items);
-    let at = |deadline| {
-        Ok(request(
-            2..6,
-            Condition::Always,
-            Expiry::At(deadline),
-            Ack::Ok,
-        ))
-    };
-    assert_eq!(
-        apply(&["m.apply", "1800000000123", "a", "1", "b", "2"]),
-        at(1_800_000_000_123)
-    );
-    for (word, expiry) in [("KEEPTTL", Expiry::Keep), ("persist", Expiry::Persist)] {
-        assert_eq!(
-            apply(&["m.apply", word, "a", "1"]),
-            Ok(request(2..4, Condition::Always, expiry, Ack::Ok))
-        );
-    }
-    assert_eq!(
-        apply(&["m.apply", "0", "a", "1"]),
-        Err(ParseError::InvalidExpireTime)
-    );
-    assert_eq!(
-        apply(&["m.apply", "x", "a", "1"]),
-        Err(ParseError::NotAnInteger)
-    );
-    for short in [
-        &["m.apply"][..],
-        &["m.apply", "5"],
-        &["m.apply", "5", "a"],
-        &["m.apply", "5", "a", "1", "b"],
-    ] {
-        assert_eq!(apply(short), Err(ParseError::WrongArity), "{short:?}");
-    }
-}
-
 // --- SYNTAX NUMKEYS ---------------------------------------------------------
 
 #[test]

@@ -2,7 +2,7 @@
 //! keys, batch flushes, what is written in place, through the key API or
 //! through the server's command, deadlines and LFU counters.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use super::*;
@@ -38,6 +38,16 @@ impl Entry {
 struct Store {
     keys: RefCell<BTreeMap<Vec<u8>, Entry>>,
     log: RefCell<Vec<String>>,
+    /// Value writes so far (key API stores, batch commands), and the one that fails or panics.
+    writes: Cell<usize>,
+    fault: Cell<Option<(usize, Fault)>>,
+}
+
+/// How an injected failure shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Fails,
+    Panics,
 }
 
 impl Store {
@@ -54,6 +64,18 @@ impl Store {
 
     fn log(&self, line: String) {
         self.log.borrow_mut().push(line);
+    }
+
+    /// A value write is about to happen: false (or a panic) where the fault was injected.
+    fn write_goes_through(&self) -> bool {
+        let n = self.writes.get();
+        self.writes.set(n + 1);
+        match self.fault.get() {
+            Some((at, Fault::Fails)) if at == n => false,
+            // A panic without the hook's message (as a caught one unwinds).
+            Some((at, Fault::Panics)) if at == n => std::panic::resume_unwind(Box::new(n)),
+            _ => true,
+        }
     }
 
     fn lines(&self, prefix: &str) -> Vec<String> {
@@ -103,11 +125,17 @@ impl<'s> OpenKey<&'s [u8]> for Handle<'s> {
         })
     }
     fn overwrite(&mut self, bytes: &[u8]) -> bool {
+        if !self.store.write_goes_through() {
+            return false;
+        }
         self.store.log(format!("in place {}", text(&self.key)));
         self.store
             .edit(&self.key, |entry| entry.value = bytes.to_vec())
     }
     fn set(&mut self, value: &'s [u8]) -> bool {
+        if !self.store.write_goes_through() {
+            return false;
+        }
         self.store.log(format!("key api {}", text(&self.key)));
         let mut keys = self.store.keys.borrow_mut();
         let lfu = keys.get(&self.key).map_or(0, |entry| entry.lfu);
@@ -172,6 +200,9 @@ impl<'s> Keyspace for &'s Store {
     }
     /// MSET, the built-in MSETEX and SET, as the servers run them.
     fn run(&self, call: &ServerWrite, pairs: &[&'s [u8]]) -> bool {
+        if !self.write_goes_through() {
+            return false;
+        }
         let tail: Vec<String> = call
             .tail
             .iter()
@@ -228,15 +259,8 @@ impl<'s> Keyspace for &'s Store {
 struct Recorder(Vec<(String, WrittenBy, Resolved)>);
 
 impl<'s> Sink<&'s [u8]> for Recorder {
-    fn written(
-        &mut self,
-        key: &'s [u8],
-        _value: &'s [u8],
-        by: WrittenBy,
-        expiry: Resolved,
-    ) -> Result<(), Abort> {
+    fn written(&mut self, key: &'s [u8], _value: &'s [u8], by: WrittenBy, expiry: Resolved) {
         self.0.push((text(key), by, expiry));
-        Ok(())
     }
 }
 
@@ -564,4 +588,211 @@ fn a_past_deadline_on_valkey_8_is_for_set_to_decide() {
         Expiry::At(past),
     );
     assert_eq!(written, 2);
+}
+
+// --- A call stopped anywhere leaves replicas equal to the primary ----------------------------
+
+use crate::ffi::Word;
+use crate::replication::{CallForm, Link, Replication, Wire};
+use std::ffi::CString;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What the replication link received; it refuses one command where told to, and the counter.
+#[derive(Default)]
+struct Sent {
+    commands: RefCell<Vec<Vec<String>>>,
+    attempts: Cell<usize>,
+    refuse: Option<usize>,
+    refuse_counter: bool,
+}
+
+struct Recording<'a>(&'a Sent);
+
+impl<'s> Link<&'s [u8]> for Recording<'_> {
+    fn replicate(
+        &mut self,
+        command: &CStr,
+        head: &[Word],
+        pairs: &[&'s [u8]],
+        tail: &[Word],
+    ) -> bool {
+        let attempt = self.0.attempts.get();
+        self.0.attempts.set(attempt + 1);
+        if self.0.refuse == Some(attempt) {
+            return false;
+        }
+        let word = |word: &Word| match word {
+            Word::Text(text) => String::from_utf8_lossy(text).into_owned(),
+            Word::Number(n) => n.to_string(),
+        };
+        let mut line = vec![command.to_string_lossy().into_owned()];
+        line.extend(head.iter().map(word));
+        line.extend(pairs.iter().map(|a| text(a)));
+        line.extend(tail.iter().map(word));
+        self.0.commands.borrow_mut().push(line);
+        true
+    }
+    fn count_change(&mut self) {}
+    fn count_changes(&mut self, _n: usize) -> bool {
+        !self.0.refuse_counter
+    }
+}
+
+/// Values and deadlines, as a replica compares them.
+type State = BTreeMap<String, (String, Option<i64>)>;
+
+fn state(store: &Store) -> State {
+    store
+        .keys
+        .borrow()
+        .iter()
+        .map(|(k, e)| (text(k), (text(&e.value), e.deadline)))
+        .collect()
+}
+
+/// `seed` after the commands a replica received: SET, `m.apply` and MSETEX numkeys.
+fn replica(seed: &State, commands: &[Vec<String>]) -> State {
+    let mut keys = seed.clone();
+    let put = |keys: &mut State, pairs: &[String], expiry: &[String]| {
+        for pair in pairs.chunks(2) {
+            let old = keys.get(&pair[0]).and_then(|(_, d)| *d);
+            let deadline = match expiry {
+                [unit, at] if unit == "PXAT" => at.parse().ok(),
+                [keep] if keep == "KEEPTTL" => old,
+                [at] if at != "PERSIST" => at.parse().ok(),
+                _ => None,
+            };
+            keys.insert(pair[0].clone(), (pair[1].clone(), deadline));
+        }
+    };
+    for line in commands {
+        match line.first().map(String::as_str) {
+            Some("SET") => put(&mut keys, &line[1..3], &line[3..]),
+            Some("m.apply") => put(&mut keys, &line[2..], &line[1..2]),
+            Some("MSETEX") => {
+                let n: usize = line[1].parse().expect("numkeys");
+                put(&mut keys, &line[2..2 + 2 * n], &line[2 + 2 * n..]);
+            }
+            other => panic!("unexpected command {other:?}"),
+        }
+    }
+    keys
+}
+
+/// Every profile and mode, every expiry, a call with every write path: a failure or a panic at
+/// each value write, a refused command at each replicate (and the finish), a failing counter.
+/// Whatever the call answered, what the link received makes a replica of the primary.
+#[test]
+fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
+    let seed = || {
+        Store::with(&[
+            ("b", Entry::string("bb")),
+            ("c", Entry::string("a longer string")),
+        ])
+    };
+    let pairs: Vec<&[u8]> = [
+        "a",
+        "x",
+        "b",
+        "yy",
+        "c",
+        "7",
+        "d",
+        "new",
+        "a",
+        "z",
+        "e",
+        "long value",
+    ]
+    .iter()
+    .map(|a| a.as_bytes())
+    .collect();
+    let modes = [
+        Replication::PerKey,
+        Replication::PerCall {
+            command: CString::from(c"m.apply"),
+            form: CallForm::Apply,
+        },
+        Replication::PerCall {
+            command: CString::from(c"MSETEX"),
+            form: CallForm::Numkeys,
+        },
+    ];
+    let mut checked = 0;
+    for profile in [redis(7, 0), redis(6, 2), valkey(9, 1), redis(8, 6)] {
+        for expiry in [Expiry::In(5000), Expiry::At(NOW + 9000), Expiry::Keep] {
+            for replication in &modes {
+                // One run without faults tells how many writes and replicates a call makes.
+                let (writes, attempts) = {
+                    let store = seed();
+                    let sent = Sent::default();
+                    run(&store, &profile, &pairs, expiry, replication, &sent).expect("no fault");
+                    (store.writes.get(), sent.attempts.get())
+                };
+                let faults = (0..writes)
+                    .flat_map(|at| {
+                        [
+                            (Some((at, Fault::Fails)), None),
+                            (Some((at, Fault::Panics)), None),
+                        ]
+                    })
+                    .chain((0..attempts).map(|at| (None, Some(at))));
+                for (fault, refuse) in faults.chain([(None, None)]) {
+                    for refuse_counter in [false, true] {
+                        let store = seed();
+                        let before = state(&store);
+                        store.fault.set(fault);
+                        let sent = Sent {
+                            refuse,
+                            refuse_counter,
+                            ..Sent::default()
+                        };
+                        let _ = catch_unwind(AssertUnwindSafe(|| {
+                            run(&store, &profile, &pairs, expiry, replication, &sent)
+                        }));
+                        assert_eq!(
+                            replica(&before, &sent.commands.borrow()),
+                            state(&store),
+                            "{profile:?} {expiry:?} {replication:?} fault {fault:?} refused \
+                             {refuse:?} counter refused {refuse_counter}: {:?}",
+                            sent.commands.borrow()
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "{checked}");
+}
+
+/// One call as `command::write` makes it: the write path reporting to a [`Wire`].
+fn run<'s>(
+    store: &'s Store,
+    profile: &Profile,
+    pairs: &[&'s [u8]],
+    expiry: Expiry,
+    replication: &Replication,
+    sent: &Sent,
+) -> Result<usize, Abort> {
+    let mut wire = Wire::new(
+        Recording(sent),
+        replication,
+        pairs,
+        false,
+        profile.counts_at_end,
+    );
+    let mut deadline = Deadline::new(expiry);
+    let batching = Batching::choose(profile, expiry, NOW);
+    let written = write_all(
+        &store,
+        profile,
+        pairs,
+        &mut deadline,
+        batching,
+        Fork::None,
+        &mut wire,
+    )?;
+    wire.finish()?;
+    Ok(written)
 }

@@ -1,0 +1,196 @@
+//! Whether anything can receive a replicated command now. `RedisModule_Replicate` costs a command
+//! lookup and allocations (about 350 ns) even when the server then drops the command, so where
+//! nobody can receive it, a call replicates nothing (and only counts its changes).
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Who may receive replicated commands. The server keeps a propagated command only if the AOF is
+/// on or it is a primary with a backlog or replicas (`shouldPropagate` in server.c). The AOF is
+/// read on every call; a backlog comes from a replica's SYNC/PSYNC (seen by the command filter), a
+/// role change or a data set load (server events), so "nobody listens" ends at once; only an
+/// `INFO replication` probe (each cron tick) makes it true again. Meanwhile nothing is replicated:
+/// changes are counted with RedisModule_ReplicateVerbatim, which the server provably drops.
+static LISTENERS: AtomicU8 = AtomicU8::new(NOT_WATCHED);
+
+/// Not every signal that can announce a backlog (events, command filter) is in place: a probe's
+/// answer could go stale unnoticed, so it is never trusted.
+const NOT_WATCHED: u8 = 0;
+/// Watched, but not proven that nobody listens.
+const POSSIBLE: u8 = 1;
+/// The last probe proved nobody (no replica, no backlog) can receive, and nothing since changed it.
+const NOBODY: u8 = 2;
+
+/// The fields of `INFO replication` that decide whether replication is fed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicationInfo {
+    /// `role:master` (a replica never feeds its own replication stream).
+    pub is_primary: bool,
+    /// `connected_slaves:<n>`
+    pub connected_replicas: i64,
+    /// `repl_backlog_active:<0|1>`
+    pub backlog_active: bool,
+}
+
+/// The `INFO replication` fields [`ReplicationInfo::from_fields`] reads.
+pub const PROBED_FIELDS: [&str; 3] = ["role", "connected_slaves", "repl_backlog_active"];
+
+impl ReplicationInfo {
+    /// From `INFO replication` (field, value) pairs; `None` if a field is missing or unreadable.
+    pub fn from_fields(fields: &[(&str, String)]) -> Option<ReplicationInfo> {
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|(field, _)| *field == name)
+                .map(|(_, value)| value.trim())
+        };
+        Some(ReplicationInfo {
+            is_primary: field("role")? == "master",
+            connected_replicas: field("connected_slaves")?.parse().ok()?,
+            backlog_active: field("repl_backlog_active")?.parse::<i64>().ok()? != 0,
+        })
+    }
+
+    /// True when the server would drop every replicated command.
+    pub fn proves_nobody_listens(&self) -> bool {
+        self.is_primary && self.connected_replicas == 0 && !self.backlog_active
+    }
+}
+
+/// Records whether every signal the state relies on is in place (and the profile allows it).
+pub fn set_watching(ok: bool) {
+    LISTENERS.store(if ok { POSSIBLE } else { NOT_WATCHED }, Ordering::Relaxed);
+}
+
+/// A SYNC/PSYNC is about to run, a role changed or a data set loads: a listener may appear.
+pub fn on_listener_may_appear() {
+    let _ = LISTENERS.compare_exchange(NOBODY, POSSIBLE, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// SYNC and PSYNC, any case: the commands that make a client a replica (and create the backlog).
+pub fn is_replication_handshake(command: &[u8]) -> bool {
+    command.eq_ignore_ascii_case(b"PSYNC") || command.eq_ignore_ascii_case(b"SYNC")
+}
+
+/// Cron tick: re-probe with `probe` (reads `INFO replication`; `None` if a field is missing).
+pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
+    if LISTENERS.load(Ordering::Relaxed) == NOT_WATCHED {
+        return;
+    }
+    let proven = probe().is_some_and(|info| info.proves_nobody_listens());
+    LISTENERS.store(if proven { NOBODY } else { POSSIBLE }, Ordering::Relaxed);
+}
+
+/// Nothing can receive a replicated command now: no AOF (`aof_on`, exact) nor replica or backlog.
+pub fn nobody_listens(aof_on: bool) -> bool {
+    !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY
+}
+
+/// For `INFO msetex`: `none` (nothing can receive, so nothing is sent), `aof`, or `possible`.
+pub fn listeners_label(aof_on: bool) -> &'static CStr {
+    if aof_on {
+        c"aof"
+    } else if LISTENERS.load(Ordering::Relaxed) == NOBODY {
+        c"none"
+    } else {
+        c"possible"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_probed_fields() {
+        let fields = |role: &str, replicas: &str, backlog: &str| {
+            vec![
+                ("role", role.to_owned()),
+                ("connected_slaves", replicas.to_owned()),
+                ("repl_backlog_active", backlog.to_owned()),
+            ]
+        };
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("master", "0", "0")),
+            Some(ReplicationInfo {
+                is_primary: true,
+                connected_replicas: 0,
+                backlog_active: false
+            })
+        );
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("slave", "2", "1")),
+            Some(ReplicationInfo {
+                is_primary: false,
+                connected_replicas: 2,
+                backlog_active: true
+            })
+        );
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("master", "x", "0")),
+            None
+        );
+        assert_eq!(
+            ReplicationInfo::from_fields(&fields("master", "0", "0")[..2]),
+            None
+        );
+    }
+
+    #[test]
+    fn replication_handshakes() {
+        for command in ["SYNC", "sync", "PSYNC", "PsYnC"] {
+            assert!(is_replication_handshake(command.as_bytes()), "{command}");
+        }
+        for command in ["SET", "REPLCONF", "SYNCX", ""] {
+            assert!(!is_replication_handshake(command.as_bytes()), "{command}");
+        }
+    }
+
+    // The state is process-wide, so one test walks through every transition.
+    #[test]
+    fn state_transitions() {
+        let quiet = ReplicationInfo {
+            is_primary: true,
+            connected_replicas: 0,
+            backlog_active: false,
+        };
+        set_watching(false);
+        on_cron(|| Some(quiet));
+        assert!(!nobody_listens(false), "never trusted without its signals");
+
+        set_watching(true);
+        assert!(!nobody_listens(false), "unknown until probed");
+        on_cron(|| None);
+        assert!(!nobody_listens(false), "a failed probe proves nothing");
+        on_cron(|| Some(quiet));
+        assert!(nobody_listens(false));
+        assert!(!nobody_listens(true), "the AOF always listens");
+        assert_eq!(listeners_label(false), c"none");
+        assert_eq!(listeners_label(true), c"aof");
+
+        on_listener_may_appear();
+        assert!(!nobody_listens(false), "a SYNC, role change or load resets");
+        assert_eq!(listeners_label(false), c"possible");
+        for busy in [
+            ReplicationInfo {
+                backlog_active: true,
+                ..quiet
+            },
+            ReplicationInfo {
+                connected_replicas: 1,
+                ..quiet
+            },
+            ReplicationInfo {
+                is_primary: false,
+                ..quiet
+            },
+        ] {
+            on_cron(|| Some(quiet));
+            assert!(nobody_listens(false));
+            on_cron(|| Some(busy));
+            assert!(!nobody_listens(false), "every tick re-checks: {busy:?}");
+        }
+        set_watching(false);
+        assert!(!nobody_listens(false));
+    }
+}

@@ -1,0 +1,267 @@
+//! One call's replication: the [`Wire`] the write path reports each key to, over a [`Link`] to
+//! the server (the module API, or the unit tests' recorder); and the changes counter.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::apply;
+use super::{CallForm, Replication};
+use crate::deadline::{self, Resolved};
+use crate::ffi::{Arg, Ctx, OwnedString, Reply, Word};
+use crate::outcome::Abort;
+use crate::write::{Sink, WrittenBy};
+
+/// What one call's replication needs from the server: queue a command for replicas and the AOF,
+/// count changes for RDB save points. The module API ([`CtxLink`]) or the unit tests' recorder.
+pub trait Link<A> {
+    /// Queues `command head... pairs... tail...`; false if the server refused it.
+    fn replicate(&mut self, command: &CStr, head: &[Word], pairs: &[A], tail: &[Word]) -> bool;
+    /// Counts one change where nothing receives it (`RedisModule_ReplicateVerbatim`).
+    fn count_change(&mut self);
+    /// Counts `n` changes with one call of the changes counter; false if it failed.
+    fn count_changes(&mut self, n: usize) -> bool;
+}
+
+/// What this call sends, decided once when the call starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sends {
+    /// Nobody listens: replicate nothing, count each key-API change (at the end, where counting
+    /// one copies the whole call).
+    CountOnly { at_end: bool },
+    /// `REPLICATE SET`: each key as `SET key value <expiry>`, which counts it.
+    PerKey,
+    /// One command for the keys written, once the call ends.
+    PerCall(CallForm),
+}
+
+/// One call's replication: made before the first write, told of each key written (in argument
+/// order), ended by [`Wire::finish`]. Dropped without it (an abort anywhere, or a panic), it sends
+/// what was written all the same, so replicas and the AOF never miss a key the primary kept.
+pub struct Wire<'w, A: Copy, L: Link<A>> {
+    link: L,
+    sends: Sends,
+    /// The per-call command's name.
+    command: &'w CStr,
+    /// The call's pairs: the first `written` are written, the first `sent` replicated.
+    pairs: &'w [A],
+    written: usize,
+    sent: usize,
+    /// Key-API writes no command counted yet.
+    uncounted: usize,
+    /// The deadline the written keys got (known once the first is written).
+    expiry: Option<Resolved>,
+    ended: bool,
+}
+
+impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
+    /// `nobody_listens`: replicate nothing (see [`nobody_listens`]); `counts_at_end`: the profile's.
+    pub fn new(
+        link: L,
+        replication: &'w Replication,
+        pairs: &'w [A],
+        nobody_listens: bool,
+        counts_at_end: bool,
+    ) -> Wire<'w, A, L> {
+        let (sends, command) = match replication {
+            _ if nobody_listens => (
+                Sends::CountOnly {
+                    at_end: counts_at_end,
+                },
+                c"",
+            ),
+            Replication::PerKey => (Sends::PerKey, c""),
+            Replication::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
+        };
+        Wire {
+            link,
+            sends,
+            command,
+            pairs,
+            written: 0,
+            sent: 0,
+            uncounted: 0,
+            expiry: None,
+            ended: false,
+        }
+    }
+
+    /// Ends the call: sends what is written and not sent, counts what no command counted.
+    pub fn finish(mut self) -> Result<(), Abort> {
+        self.ended = true;
+        self.send_written()
+    }
+
+    /// Sends the written pairs not sent yet: as the call's one command where each call goes as
+    /// one, else (or if that fails) as `SET` each; then counts the changes left. A counter that
+    /// fails leaves save points late, nothing else: the keys are written and replicated.
+    fn send_written(&mut self) -> Result<(), Abort> {
+        if let (Sends::PerCall(form), Some(expiry)) = (self.sends, self.expiry) {
+            if self.sent < self.written && self.send_call(form, expiry) {
+                // The command counts one change itself.
+                self.uncounted = self.uncounted.saturating_sub(1);
+            }
+        }
+        if !matches!(self.sends, Sends::CountOnly { .. }) {
+            while self.sent < self.written && self.send_set(self.sent) {}
+        }
+        let at_end = matches!(
+            self.sends,
+            Sends::PerCall(_) | Sends::CountOnly { at_end: true }
+        );
+        if at_end && self.uncounted > 0 {
+            let _ = self.link.count_changes(self.uncounted);
+            self.uncounted = 0;
+        }
+        if self.sent == self.written || matches!(self.sends, Sends::CountOnly { .. }) {
+            Ok(())
+        } else {
+            Err(Abort("replicate"))
+        }
+    }
+
+    /// The written pairs not sent as one command of the call's form.
+    fn send_call(&mut self, form: CallForm, expiry: Resolved) -> bool {
+        let pairs = self
+            .pairs
+            .get(2 * self.sent..2 * self.written)
+            .unwrap_or_default();
+        let (head, tail) = match form {
+            CallForm::Apply => (apply::words(expiry), Vec::new()),
+            CallForm::Numkeys => (
+                vec![Word::Number((pairs.len() / 2) as i64)],
+                deadline::options(expiry.into()),
+            ),
+        };
+        let sent = self.link.replicate(self.command, &head, pairs, &tail);
+        if sent {
+            self.sent = self.written;
+        }
+        sent
+    }
+
+    /// Pair `index` as `SET key value <expiry>`.
+    fn send_set(&mut self, index: usize) -> bool {
+        let (Some([key, value]), Some(expiry)) =
+            (self.pairs.get(2 * index..2 * index + 2), self.expiry)
+        else {
+            return false;
+        };
+        let sent = self.link.replicate(
+            c"SET",
+            &[],
+            &[*key, *value],
+            &deadline::options(expiry.into()),
+        );
+        if sent {
+            self.sent += 1;
+        }
+        sent
+    }
+}
+
+impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            // Best effort: the call already answers with its abort (or a panic's error).
+            let _ = self.send_written();
+        }
+    }
+}
+
+impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
+    fn written(&mut self, _key: A, _value: A, by: WrittenBy, expiry: Resolved) {
+        self.expiry = Some(expiry);
+        match (self.sends, by) {
+            // SET with `!` replicated itself (and every key of its call).
+            (_, WrittenBy::ReplicatedCommand) => return,
+            (Sends::CountOnly { at_end: false }, WrittenBy::KeyApi) => self.link.count_change(),
+            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::KeyApi) => self.uncounted += 1,
+            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::Command) => {}
+            (Sends::PerKey, _) => {}
+        }
+        self.written += 1;
+        // REPLICATE SET: each key as it is written, unless one failed before (then they wait for
+        // the end, where `finish` or the drop sends them, or reports the failure).
+        if self.sends == Sends::PerKey && self.sent + 1 == self.written {
+            self.send_set(self.sent);
+        }
+    }
+}
+
+/// Set only while MSETEX itself calls its changes counter: a client calling it gets an error.
+static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// `<name>.changes n`: counts `n` changes for RDB save points. MSETEX calls it without
+/// replication, so the server drops what `RedisModule_ReplicateVerbatim` queues.
+pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
+    let count = match args {
+        [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => std::str::from_utf8(count.bytes())
+            .ok()
+            .and_then(|text| text.parse::<u64>().ok()),
+        _ => None,
+    };
+    let Some(count) = count else {
+        return Reply::Error(c"ERR this command is internal to MSETEX".to_owned());
+    };
+    for _ in 0..count {
+        ctx.count_change();
+    }
+    Reply::Ok
+}
+
+/// The module API as a call's [`Link`]; keeps the strings of the last tail (one per call).
+pub struct CtxLink<'c> {
+    ctx: &'c Ctx<'c>,
+    counter: Option<&'c CStr>,
+    tail: Option<(Vec<Word>, Vec<OwnedString>)>,
+}
+
+impl<'c> CtxLink<'c> {
+    /// `counter`: the changes counter's name, where it is registered.
+    pub fn new(ctx: &'c Ctx<'c>, counter: Option<&'c CStr>) -> CtxLink<'c> {
+        CtxLink {
+            ctx,
+            counter,
+            tail: None,
+        }
+    }
+}
+
+impl<'c> Link<Arg<'c>> for CtxLink<'c> {
+    fn replicate(
+        &mut self,
+        command: &CStr,
+        head: &[Word],
+        pairs: &[Arg<'c>],
+        tail: &[Word],
+    ) -> bool {
+        let ctx = self.ctx;
+        if self.tail.as_ref().is_none_or(|(words, _)| words != tail) {
+            self.tail = ctx.words(tail).map(|strings| (tail.to_vec(), strings));
+        }
+        let Some((_, tail)) = self.tail.as_ref() else {
+            return false;
+        };
+        match (head, pairs) {
+            ([], [key, value]) => ctx.replicate_pair(command, *key, *value, tail),
+            _ => ctx
+                .words(head)
+                .is_some_and(|head| ctx.replicate_command(command, &head, pairs, tail)),
+        }
+    }
+
+    fn count_change(&mut self) {
+        self.ctx.count_change();
+    }
+
+    fn count_changes(&mut self, n: usize) -> bool {
+        let Some(counter) = self.counter else {
+            return false;
+        };
+        COUNTER_ARMED.store(true, Ordering::Relaxed);
+        let counted = self.ctx.call_without_replication(counter, n);
+        COUNTER_ARMED.store(false, Ordering::Relaxed);
+        counted
+    }
+}

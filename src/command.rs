@@ -58,7 +58,7 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Failure>
 fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failure> {
     let flags = ctx.flags();
     let now_ms = ctx.now_ms();
-    let request = module.syntax.parse(args, now_ms, module.packed())?;
+    let request = module.keys.parse(args, now_ms)?;
     keys_were_declared(module, &request, flags, args.len())?;
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
     check_acl(ctx, module, pairs, request.expiry, flags)?;
@@ -120,12 +120,7 @@ fn keys_were_declared(
     flags: ContextFlags,
     argc: usize,
 ) -> Result<(), Refusal> {
-    if flags.replicated
-        || flags.loading
-        || module
-            .syntax
-            .keys_declared(request, &module.profile.keys, argc)
-    {
+    if flags.replicated || flags.loading || module.keys.were_declared(request, argc) {
         return Ok(());
     }
     Err(Refusal::Undeclared)
@@ -181,14 +176,7 @@ fn check_acl(
 
 /// Answers the server's "where are the keys" call (`getkeys-api`).
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    let Some(module) = config::get() else {
-        return;
-    };
-    // A call the command refuses declares no keys (no CROSSSLOT or key pattern error before its
-    // own refusal); its clock only bounds a TTL.
-    if let Ok(request) = module.syntax.parse(args, 0, module.packed()) {
-        for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {
-            positions.key_at(index);
-        }
+    if let Some(module) = config::get() {
+        module.keys.declare(positions, args);
     }
 }

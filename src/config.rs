@@ -3,9 +3,10 @@
 use std::ffi::CString;
 
 use crate::ffi::Slot;
+use crate::keys::Keys;
 use crate::replication::{Replicate, Replication};
-use crate::server::{KeysDeclared, MovedKeys, Profile};
-use crate::syntax::{Packed, Syntax};
+use crate::server::Profile;
+use crate::syntax::Syntax;
 
 /// The loaded module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,8 +19,7 @@ pub struct Module {
     pub replicate: Replicate,
     pub replication: Replication,
     pub profile: Profile,
-    /// `cluster-enabled yes`.
-    pub cluster: bool,
+    pub keys: Keys,
     /// The changes counter (`<name>.changes`), where a call counts its changes at the end.
     pub counter_c: Option<CString>,
 }
@@ -34,35 +34,4 @@ pub fn set(module: Module) {
 /// The loaded module, if the load got that far.
 pub fn get() -> Option<&'static Module> {
     MODULE.get()
-}
-
-impl Module {
-    /// Where the filter must move this syntax's options out of the keys' way (or refuse the call):
-    /// key specs only, and a spec that does not describe calls with options.
-    pub fn packs_for(&self) -> Option<MovedKeys> {
-        let moved = self.profile.moves_keys()?;
-        match (self.syntax, self.profile.keys) {
-            (
-                Syntax::Numkeys,
-                KeysDeclared::BySpecs {
-                    keynum_exact: true, ..
-                },
-            ) => None,
-            _ => Some(moved),
-        }
-    }
-
-    /// Whether calls may carry the filter's packed argument.
-    pub fn packed(&self) -> Packed {
-        if self.filter_packs() {
-            Packed::Read
-        } else {
-            Packed::Plain
-        }
-    }
-
-    /// True where [`Module::packs_for`] says the filter has work.
-    pub fn filter_packs(&self) -> bool {
-        self.packs_for().is_some()
-    }
 }

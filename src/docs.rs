@@ -53,13 +53,19 @@ pub struct Docs {
     /// The module version that introduced the form (not a Redis version).
     pub since: &'static CStr,
     pub args: &'static [Arg],
-    pub key_spec: KeySpec,
-    /// What COMMAND DOCS says about the key specification.
-    pub key_notes: Option<&'static CStr>,
-    /// Legacy first key / last key / step for COMMAND INFO.
-    pub legacy_keys: (i32, i32, i32),
+    pub keys: KeyDocs,
     /// Negative: at least this many arguments, counting the command name.
     pub arity: i32,
+}
+
+/// Where a command's keys stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDocs {
+    pub spec: KeySpec,
+    /// What COMMAND DOCS says about the key specification.
+    pub notes: Option<&'static CStr>,
+    /// Legacy first key / last key / step for COMMAND INFO.
+    pub legacy: (i32, i32, i32),
 }
 
 /// A pure token, e.g. `NX`.

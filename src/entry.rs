@@ -11,7 +11,7 @@ use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server};
 use crate::syntax::ACL_CATEGORIES;
-use crate::{command, filter, load_args, plan, stats};
+use crate::{command, load_args, plan, stats};
 
 /// The module, as the server loads and unloads it.
 pub struct Entry;
@@ -194,18 +194,15 @@ struct Hooks;
 
 impl ffi::Hooks for Hooks {
     fn filter_wants(name: &[u8]) -> bool {
-        match filter::seen(name) {
-            filter::Seen::Other => false,
-            filter::Seen::ReplicationHandshake => {
-                replication::on_listener_may_appear();
-                false
-            }
-            filter::Seen::Rewrite => true,
+        if replication::is_replication_handshake(name) {
+            replication::on_listener_may_appear();
+            return false;
         }
+        config::get().is_some_and(|module| module.keys.filter_wants(&module.name, name))
     }
 
     fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
-        filter::rewrite(args)
+        config::get().map_or_else(Vec::new, |module| module.keys.rewrite(&module.name, args))
     }
 
     fn on_replication_event() {

@@ -18,7 +18,7 @@ mod docs;
 mod entry;
 #[allow(unsafe_code)]
 mod ffi;
-mod filter;
+mod keys;
 mod load_args;
 mod outcome;
 mod plan;

@@ -7,10 +7,11 @@ use std::ffi::CString;
 use crate::acl::AclCheck;
 use crate::config::Module;
 use crate::docs::Docs;
+use crate::keys::Keys;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::replication::apply;
 use crate::replication::{CallForm, Replication};
-use crate::server::{Builtin, Environment, KeysDeclared, Profile, Server, ServerCommand};
+use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
 use crate::write::Batching;
 
@@ -108,7 +109,8 @@ pub fn plan(
         &c_name(".apply")?,
     );
     check_commands(&profile, &replication, environment)?;
-    let commands = registrations(&c_name, syntax, &profile, &replication)?;
+    let keys = Keys::new(syntax, &profile, environment.cluster);
+    let commands = registrations(&c_name, syntax, keys, &profile, &replication)?;
     let counter_c = commands
         .iter()
         .find(|command| command.role == Role::ChangesCounter)
@@ -118,7 +120,7 @@ pub fn plan(
         syntax,
         replicate: options.replicate,
         replication,
-        cluster: environment.cluster,
+        keys,
         counter_c,
         profile,
         name,
@@ -143,20 +145,16 @@ pub fn plan(
 fn registrations(
     c_name: &dyn Fn(&str) -> Result<CString, String>,
     syntax: Syntax,
+    keys: Keys,
     profile: &Profile,
     replication: &Replication,
 ) -> Result<Vec<Registration>, String> {
-    let docs = syntax.docs(&profile.keys, profile.keynum_steps);
-    let by_specs = profile.keys != KeysDeclared::ByCallback;
+    let docs = syntax.docs(keys.docs());
     let mut commands = vec![Registration {
         name: c_name("")?,
         role: Role::Msetex,
-        flags: if by_specs {
-            c"write deny-oom"
-        } else {
-            c"write deny-oom getkeys-api"
-        },
-        legacy_keys: docs.legacy_keys,
+        flags: keys.flags(),
+        legacy_keys: docs.keys.legacy,
         docs: Some(docs),
         categories: true,
     }];
@@ -170,7 +168,7 @@ fn registrations(
             name: c_name(".apply")?,
             role: Role::Apply,
             flags: c"write deny-oom",
-            legacy_keys: apply_docs.legacy_keys,
+            legacy_keys: apply_docs.keys.legacy,
             docs: Some(apply_docs),
             categories: true,
         });
@@ -190,21 +188,12 @@ fn registrations(
 
 /// What the log says once the commands are registered.
 fn notes(module: &Module, environment: Environment) -> Vec<String> {
-    let profile = &module.profile;
-    let mut notes: Vec<String> = module.replication.load_note().into_iter().collect();
-    if profile.keys != KeysDeclared::ByCallback {
-        notes.push(format!(
-            "this server may ask for command keys from I/O threads{}: keys are declared by key \
-             specifications only, and {}",
-            if environment.io_threads.is_none() {
-                " (io-threads could not be read, CONFIG renamed?, so taken as above 1)"
-            } else {
-                ""
-            },
-            module.syntax.by_specs_note(&profile.keys)
-        ));
-    }
-    notes
+    module
+        .replication
+        .load_note()
+        .into_iter()
+        .chain(module.keys.load_note(environment.io_threads.is_some()))
+        .collect()
 }
 
 /// Refuses the load unless every server command a call may run or replicate exists under its name

@@ -193,8 +193,15 @@ pub enum Builtin {
     /// Before Redis 8.4 / Valkey 9.1.
     None,
     Serving,
-    /// There, but renamed away (`rename-command MSETEX ""`): the name is free for the module.
+    /// There, but renamed away (`rename-command MSETEX ""`).
     RenamedAway,
+}
+
+impl Builtin {
+    /// Redis 8.4+, Valkey 9.1+, which also read a keynum key spec with its step.
+    pub fn exists(self) -> bool {
+        self != Builtin::None
+    }
 }
 
 /// What SET does when its deadline is already past.
@@ -280,8 +287,6 @@ pub struct Profile {
     /// replication commands clients send. Never in cluster mode: a slot migration (atomic on Redis
     /// 8.4+ and Valkey 9+) streams writes to the importer from its start, before INFO shows it.
     pub shortcut_allowed: bool,
-    /// Redis 8.4+, Valkey 9.1+ read a keynum key spec with step 2 (older ones read half the keys).
-    pub keynum_steps: bool,
     /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster
     /// mode (a slot migration's filter can't read its keys: Redis 8.6.3 drops it, and the write).
     pub native_replication: bool,
@@ -369,7 +374,6 @@ impl Profile {
                 PastDeadline::Store
             },
             condition_counts_access: redis_6,
-            keynum_steps: server.has_builtin_msetex(),
             shortcut_allowed: !environment.cluster,
             native_replication: builtin == Builtin::Serving && !environment.cluster,
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
@@ -405,19 +409,10 @@ impl Profile {
             fresh_lru_on_overwrite: false,
             past_deadline: PastDeadline::Store,
             condition_counts_access: false,
-            keynum_steps: false,
             shortcut_allowed: false,
             native_replication: false,
             atomic_slot_migration: false,
             acl: AclCheck::Capability,
-        }
-    }
-
-    /// Where either form's options would be read as keys: what the command filter does then.
-    pub fn moves_keys(&self) -> Option<MovedKeys> {
-        match self.keys {
-            KeysDeclared::ByCallback => None,
-            KeysDeclared::BySpecs { moved, .. } => Some(moved),
         }
     }
 }

@@ -149,7 +149,7 @@ pub fn set_command_info(
     // The arrays the server reads live in `arena` until the call returns; it copies what it keeps.
     let mut arena: Vec<Vec<raw::RedisModuleCommandArg>> = Vec::new();
     let args = command_args(docs.args, &mut arena);
-    let mut key_specs = [key_spec(docs.key_spec, docs.key_notes), key_spec_end()];
+    let mut key_specs = [key_spec(docs.keys.spec, docs.keys.notes), key_spec_end()];
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),

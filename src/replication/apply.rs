@@ -2,7 +2,7 @@
 //! it is sent with, its grammar and COMMAND DOCS.
 
 use crate::deadline::{Expiry, Resolved};
-use crate::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
+use crate::docs::{plain, token, Arg, ArgKind, Docs, KeyDocs, KeySpec};
 use crate::ffi::Word;
 use crate::syntax::{parse_i64, Ack, Condition, ParseError, Request, ARITY, DATA};
 
@@ -53,14 +53,16 @@ pub fn docs() -> Docs {
         complexity: c"O(N) where N is the number of keys to set.",
         since: c"2.1.0",
         args: ARGS,
-        key_spec: KeySpec::Range {
-            first: 2,
-            last: -1,
-            step: 2,
-            incomplete: false,
+        keys: KeyDocs {
+            spec: KeySpec::Range {
+                first: 2,
+                last: -1,
+                step: 2,
+                incomplete: false,
+            },
+            notes: Some(c"Keys follow the time."),
+            legacy: (2, -1, 2),
         },
-        key_notes: Some(c"Keys follow the time."),
-        legacy_keys: (2, -1, 2),
         arity: ARITY,
     }
 }

@@ -12,8 +12,7 @@
 use std::ffi::CStr;
 use std::ops::Range;
 
-use crate::docs::Docs;
-use crate::server::KeysDeclared;
+use crate::docs::{Docs, KeyDocs};
 
 mod numkeys;
 mod options;
@@ -31,7 +30,7 @@ pub enum Syntax {
 }
 
 /// Whether a call's argv[1] may be the command filter's packed form: only where this deployment
-/// packs (`Module::packs_for`). Elsewhere the server read the keys from the call as sent, so a
+/// packs (`keys.rs`). Elsewhere the server read the keys from the call as sent, so a
 /// client's hand-made packed argument is read as it is (and refused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Packed {
@@ -120,11 +119,11 @@ impl Syntax {
         Some((original, shift))
     }
 
-    /// COMMAND DOCS and COMMAND INFO, as the server learns keys (`Profile::keynum_steps`).
-    pub fn docs(self, keys: &KeysDeclared, keynum_steps: bool) -> Docs {
+    /// COMMAND DOCS and COMMAND INFO, the keys where `keys` says (`keys.rs`).
+    pub fn docs(self, keys: KeyDocs) -> Docs {
         match self {
-            Syntax::Ttl => ttl::docs(*keys != KeysDeclared::ByCallback),
-            Syntax::Numkeys => numkeys::docs(keys, keynum_steps),
+            Syntax::Ttl => ttl::docs(keys),
+            Syntax::Numkeys => numkeys::docs(keys),
         }
     }
 
@@ -143,65 +142,9 @@ impl Syntax {
             .find(|syntax| value.eq_ignore_ascii_case(&syntax.label().to_string_lossy()))
     }
 
-    /// Whether the server read this call's keys exactly: always by callback; by key specs only
-    /// if no options stood among the keys (moved by the filter, or none). `argc`: argument count.
-    pub fn keys_declared(self, request: &Request, keys: &KeysDeclared, argc: usize) -> bool {
-        match (self, keys) {
-            (_, KeysDeclared::ByCallback) => true,
-            (Syntax::Ttl, _) => request.pairs.start == 2,
-            (Syntax::Numkeys, KeysDeclared::BySpecs { keynum_exact, .. }) => {
-                *keynum_exact || request.pairs.end == argc
-            }
-        }
-    }
-
     /// Whether errors follow SET's wording (TTL form) rather than the built-in's (NUMKEYS form).
     pub fn follows_set_errors(self) -> bool {
         self == Syntax::Ttl
-    }
-
-    /// What the log says where keys are declared by key specs only.
-    pub fn by_specs_note(self, keys: &KeysDeclared) -> &'static str {
-        use crate::server::MovedKeys;
-        match (self, keys) {
-            (_, KeysDeclared::ByCallback) => "",
-            (
-                Syntax::Numkeys,
-                KeysDeclared::BySpecs {
-                    keynum_exact: true, ..
-                },
-            ) => "the NUMKEYS form's keynum specification describes every call",
-            (
-                Syntax::Ttl,
-                KeysDeclared::BySpecs {
-                    moved: MovedKeys::Refused,
-                    ..
-                },
-            ) => {
-                "calls with options are refused (in cluster mode with io-threads, this server \
-                 routes a call by keys it reads before any module)"
-            }
-            (
-                Syntax::Numkeys,
-                KeysDeclared::BySpecs {
-                    moved: MovedKeys::Refused,
-                    ..
-                },
-            ) => {
-                "calls with options after the pairs are refused (in cluster mode with io-threads, \
-                 this server routes a call by keys it reads before any module)"
-            }
-            (
-                _,
-                KeysDeclared::BySpecs {
-                    moved: MovedKeys::Packed,
-                    ..
-                },
-            ) => {
-                "a command filter moves the options into one argument before the server reads \
-                 the keys (MONITOR and SLOWLOG show that form)"
-            }
-        }
     }
 }
 

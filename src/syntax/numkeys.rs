@@ -9,8 +9,7 @@ use super::options::{
 };
 use super::options::{ARITY, CONDITION, DATA};
 use super::{packed, Packing};
-use crate::docs::{plain, token, valued, Arg, ArgKind, Docs, KeySpec};
-use crate::server::KeysDeclared;
+use crate::docs::{plain, token, valued, Arg, ArgKind, Docs, KeyDocs};
 
 /// Checks in the built-in's order: numkeys, pair count, option syntax, then the time's value.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
@@ -128,40 +127,15 @@ pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
 
 // --- COMMAND DOCS ----------------------------------------------------------------------------
 
-/// The NUMKEYS form's docs. Key spec: the built-in's keynum spec, flagged incomplete (the getkeys
-/// callback answers) where the server reads it without its step; with key specs only and an
-/// inexact keynum spec, a range from argument 2 (the filter moves the options before the pairs).
-pub(super) fn docs(keys: &KeysDeclared, keynum_steps: bool) -> Docs {
-    let keynum = |incomplete| KeySpec::Keynum {
-        index: 1,
-        step: 2,
-        incomplete,
-    };
-    let (key_spec, key_notes, legacy_keys) = match keys {
-        KeysDeclared::ByCallback => (keynum(!keynum_steps), None, (0, 0, 0)),
-        KeysDeclared::BySpecs {
-            keynum_exact: true, ..
-        } => (keynum(false), None, (0, 0, 0)),
-        KeysDeclared::BySpecs { .. } => (
-            KeySpec::Range {
-                first: 2,
-                last: -1,
-                step: 2,
-                incomplete: false,
-            },
-            Some(c"Keys follow numkeys; the module's command filter moves the options in front."),
-            (2, -1, 2),
-        ),
-    };
+/// The NUMKEYS form's docs, its keys where `keys` says.
+pub(super) fn docs(keys: KeyDocs) -> Docs {
     Docs {
         summary: c"Sets multiple keys to multiple values, with an optional shared \
                    expiration, atomically (the numkeys form of Redis 8.4 and Valkey 9.1).",
         complexity: c"O(N) where N is the number of keys to set.",
         since: c"2.0.0",
         args: ARGS,
-        key_spec,
-        key_notes,
-        legacy_keys,
+        keys,
         arity: ARITY,
     }
 }

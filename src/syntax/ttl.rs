@@ -6,7 +6,7 @@ use super::options::{
 };
 use super::options::{ARITY, CONDITION, DATA};
 use super::{numkeys, packed, Packing};
-use crate::docs::{plain, token, Arg, ArgKind, Docs, KeySpec};
+use crate::docs::{plain, token, Arg, ArgKind, Docs, KeyDocs};
 
 /// What the TTL form's leading options say, and where its time and keys are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,25 +132,14 @@ fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
 
 // --- COMMAND DOCS ----------------------------------------------------------------------------
 
-/// The TTL form's docs; `by_specs`: the key spec alone describes the keys (no getkeys callback).
-pub(super) fn docs(by_specs: bool) -> Docs {
+/// The TTL form's docs, its keys where `keys` says.
+pub(super) fn docs(keys: KeyDocs) -> Docs {
     Docs {
         summary: c"Sets multiple keys to multiple values with one time to live, atomically.",
         complexity: c"O(N) where N is the number of keys to set.",
         since: c"1.0.0",
         args: ARGS,
-        key_spec: KeySpec::Range {
-            first: 2,
-            last: -1,
-            step: 2,
-            incomplete: !by_specs,
-        },
-        key_notes: Some(if by_specs {
-            c"Keys follow the time."
-        } else {
-            c"Keys follow the options and the time; options move them."
-        }),
-        legacy_keys: (2, -1, 2),
+        keys,
         arity: ARITY,
     }
 }

@@ -1,0 +1,299 @@
+//! Where a call's keys are, and how the server learns them (cluster slots, ACL key rules, `COMMAND
+//! GETKEYS`). Where the server may call a module back for them ([`KeysDeclared::ByCallback`]),
+//! the `getkeys-api` callback names them for every form. Where it reads key specifications only,
+//! a call whose options stand among its keys is moved before the server reads them: the command
+//! filter packs the options into one argument (the syntax's packed form), or refuses the call
+//! where the server routes by keys it read before any filter ([`MovedKeys::Refused`]). Decided
+//! once at load ([`Keys`]).
+
+use std::ffi::CStr;
+
+use crate::docs::{KeyDocs, KeySpec};
+use crate::ffi::{Arg, ArgsChange, KeyPositions};
+use crate::outcome::Refusal;
+use crate::server::{KeysDeclared, MovedKeys, Profile};
+use crate::syntax::{Packed, ParseError, Request, Syntax};
+
+/// How this deployment's calls get their keys to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keys {
+    syntax: Syntax,
+    declared: KeysDeclared,
+    /// What the filter does with a call whose options stand among its keys; `None`: nothing
+    /// (keys come from the callback, or the NUMKEYS form's keynum spec is exact).
+    filter: Option<MovedKeys>,
+    /// The server reads a keynum spec with its step (Redis 8.4+, Valkey 9.1+).
+    keynum_steps: bool,
+    /// Cluster mode: a call's keys route it.
+    cluster: bool,
+}
+
+impl Keys {
+    pub fn new(syntax: Syntax, profile: &Profile, cluster: bool) -> Keys {
+        let filter = match (syntax, profile.keys) {
+            (_, KeysDeclared::ByCallback) => None,
+            (
+                Syntax::Numkeys,
+                KeysDeclared::BySpecs {
+                    keynum_exact: true, ..
+                },
+            ) => None,
+            (_, KeysDeclared::BySpecs { moved, .. }) => Some(moved),
+        };
+        Keys {
+            syntax,
+            declared: profile.keys,
+            filter,
+            keynum_steps: profile.builtin.exists(),
+            cluster,
+        }
+    }
+
+    /// Whether a call may carry the filter's packed argument: only where the filter packs.
+    fn packed(&self) -> Packed {
+        if self.filter.is_some() {
+            Packed::Read
+        } else {
+            Packed::Plain
+        }
+    }
+
+    /// Validates a call as the server passes it (packed where the filter packs).
+    pub fn parse<A: AsRef<[u8]>>(&self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
+        self.syntax.parse(argv, now_ms, self.packed())
+    }
+
+    /// The flags MSETEX registers with: a getkeys callback only where the server may call it.
+    pub fn flags(&self) -> &'static CStr {
+        match self.declared {
+            KeysDeclared::ByCallback => c"write deny-oom getkeys-api",
+            KeysDeclared::BySpecs { .. } => c"write deny-oom",
+        }
+    }
+
+    /// MSETEX's key specification. The TTL form: a range from argument 2, incomplete where the
+    /// callback answers (options move the keys). The NUMKEYS form: the built-in's keynum spec,
+    /// incomplete where the server reads it without its step; with specs only and an inexact
+    /// keynum spec, a range from argument 2 (the filter moves the options in front).
+    pub fn docs(&self) -> KeyDocs {
+        let range = |incomplete, notes| KeyDocs {
+            spec: KeySpec::Range {
+                first: 2,
+                last: -1,
+                step: 2,
+                incomplete,
+            },
+            notes: Some(notes),
+            legacy: (2, -1, 2),
+        };
+        let keynum = |incomplete| KeyDocs {
+            spec: KeySpec::Keynum {
+                index: 1,
+                step: 2,
+                incomplete,
+            },
+            notes: None,
+            legacy: (0, 0, 0),
+        };
+        match (self.syntax, self.declared, self.filter) {
+            (Syntax::Ttl, KeysDeclared::ByCallback, _) => range(
+                true,
+                c"Keys follow the options and the time; options move them.",
+            ),
+            (Syntax::Ttl, ..) => range(false, c"Keys follow the time."),
+            (Syntax::Numkeys, KeysDeclared::ByCallback, _) => keynum(!self.keynum_steps),
+            (Syntax::Numkeys, _, None) => keynum(false),
+            (Syntax::Numkeys, _, Some(_)) => range(
+                false,
+                c"Keys follow numkeys; the module's command filter moves the options in front.",
+            ),
+        }
+    }
+
+    /// What the log says where keys are declared by key specifications only.
+    pub fn load_note(&self, io_threads_read: bool) -> Option<String> {
+        let what = match (self.declared, self.filter, self.syntax) {
+            (KeysDeclared::ByCallback, ..) => return None,
+            (_, None, _) => "the NUMKEYS form's keynum specification describes every call",
+            (_, Some(MovedKeys::Refused), Syntax::Ttl) => {
+                "calls with options are refused (in cluster mode with io-threads, this server \
+                 routes a call by keys it reads before any module)"
+            }
+            (_, Some(MovedKeys::Refused), Syntax::Numkeys) => {
+                "calls with options after the pairs are refused (in cluster mode with io-threads, \
+                 this server routes a call by keys it reads before any module)"
+            }
+            (_, Some(MovedKeys::Packed), _) => {
+                "a command filter moves the options into one argument before the server reads \
+                 the keys (MONITOR and SLOWLOG show that form)"
+            }
+        };
+        Some(format!(
+            "this server may ask for command keys from I/O threads{}: keys are declared by key \
+             specifications only, and {what}",
+            if io_threads_read {
+                ""
+            } else {
+                " (io-threads could not be read, CONFIG renamed?, so taken as above 1)"
+            }
+        ))
+    }
+
+    /// Whether the server read this call's keys exactly: always by callback; by key specs only if
+    /// no options stood among the keys (moved by the filter, or none). `argc`: argument count.
+    pub fn were_declared(&self, request: &Request, argc: usize) -> bool {
+        match (self.syntax, self.declared) {
+            (_, KeysDeclared::ByCallback) => true,
+            (Syntax::Ttl, _) => request.pairs.start == 2,
+            (Syntax::Numkeys, _) => self.filter.is_none() || request.pairs.end == argc,
+        }
+    }
+
+    /// Answers the server's "where are the keys" call. A call the command refuses declares no
+    /// keys (no CROSSSLOT or key pattern error before its own refusal).
+    pub fn declare(&self, positions: &KeyPositions, args: &[Arg<'_>]) {
+        if let Ok(request) = self.parse(args, 0) {
+            for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {
+                positions.key_at(index);
+            }
+        }
+    }
+
+    // --- The command filter -------------------------------------------------------------------
+
+    /// Whether the filter may rewrite command `name` (it runs before every command: a few
+    /// comparisons): MSETEX where options would be read as keys, and COMMAND (GETKEYS) and ACL
+    /// (DRYRUN), which ask about a call. It never changes a command's name.
+    pub fn filter_wants(&self, ours: &str, name: &[u8]) -> bool {
+        let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+        let packs = self.filter.is_some();
+        (packs && is(ours.as_bytes()))
+            || ((packs || self.syntax == Syntax::Ttl) && is(b"COMMAND"))
+            || (packs && is(b"ACL"))
+    }
+
+    /// Rewrites a command naming MSETEX (`ours`): options among the keys are packed into one
+    /// argument so slot checks, redirections, ACL key rules, `COMMAND GETKEYS` and `ACL DRYRUN`
+    /// see the real keys, or the call is refused where the server routes by keys read before any
+    /// filter. A typed client's numkeys call that the TTL form refuses gets that refusal from
+    /// `COMMAND GETKEYS` too (cluster clients ask it first).
+    pub fn rewrite(&self, ours: &str, args: &[&[u8]]) -> Vec<ArgsChange> {
+        let Some((at, routed)) = locate(ours, args) else {
+            return Vec::new();
+        };
+        let call = args.get(at..).unwrap_or_default();
+        if (!routed || self.cluster)
+            && self.syntax == Syntax::Ttl
+            && self.parse(call, 0) == Err(ParseError::NumkeysShape)
+        {
+            return refuse_with(
+                args,
+                Refusal::Parse(ParseError::NumkeysShape).short_text(ours),
+            );
+        }
+        let Some((moved, packing)) = self
+            .filter
+            .and_then(|moved| self.syntax.pack(call).map(|packing| (moved, packing)))
+        else {
+            return Vec::new();
+        };
+        if routed && moved == MovedKeys::Refused {
+            return refuse_with(args, Refusal::Unroutable.short_text(ours));
+        }
+        vec![
+            ArgsChange {
+                at: at + packing.trailing,
+                replaced: call.len().saturating_sub(packing.trailing),
+                with: Vec::new(),
+            },
+            ArgsChange {
+                at: at + 1,
+                replaced: packing.leading,
+                with: vec![packing.arg],
+            },
+        ]
+    }
+}
+
+/// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
+/// the server routes it (only the call itself).
+fn locate(ours: &str, args: &[&[u8]]) -> Option<(usize, bool)> {
+    let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
+    let is_ours = |arg: &&[u8]| is(arg, ours.as_bytes());
+    match args {
+        [first, ..] if is_ours(first) => Some((0, true)),
+        [command, sub, name, ..]
+            if is(command, b"COMMAND")
+                && (is(sub, b"GETKEYS") || is(sub, b"GETKEYSANDFLAGS"))
+                && is_ours(name) =>
+        {
+            Some((2, false))
+        }
+        [acl, sub, _user, name, ..] if is(acl, b"ACL") && is(sub, b"DRYRUN") && is_ours(name) => {
+            Some((3, false))
+        }
+        _ => None,
+    }
+}
+
+/// Turns the command into an unknown one named `text`: the server answers `ERR unknown command
+/// '<text>'` before permissions or routing, nothing runs (in MULTI, the transaction is refused).
+fn refuse_with(args: &[&[u8]], text: String) -> Vec<ArgsChange> {
+    vec![ArgsChange {
+        at: 0,
+        replaced: args.len(),
+        with: vec![text.into_bytes()],
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{Callable, Environment, Product, Server};
+
+    fn keys(syntax: Syntax, product: Product, version: (u32, u32, u32), cluster: bool) -> Keys {
+        let environment = Environment {
+            cluster,
+            io_threads: Some(1),
+            jemalloc: true,
+            callable: Callable::ALL,
+            name_in_use: Some(false),
+        };
+        let profile = Profile::new(Some(&Server { product, version }), environment);
+        Keys::new(syntax, &profile, cluster)
+    }
+
+    #[test]
+    fn key_specs_say_where_the_keys_are() {
+        let range = |incomplete| KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete,
+        };
+        let keynum = |incomplete| KeySpec::Keynum {
+            index: 1,
+            step: 2,
+            incomplete,
+        };
+        // The callback answers where options move the keys.
+        let ttl = keys(Syntax::Ttl, Product::Redis, (7, 0, 15), false);
+        assert_eq!(ttl.docs().spec, range(true));
+        assert_eq!(ttl.flags(), c"write deny-oom getkeys-api");
+        // The built-in's keynum spec, read with its step from Redis 8.4 on.
+        let newer = keys(Syntax::Numkeys, Product::Redis, (8, 6, 3), false).docs();
+        assert_eq!((newer.spec, newer.legacy), (keynum(false), (0, 0, 0)));
+        let older = keys(Syntax::Numkeys, Product::Redis, (7, 0, 15), false).docs();
+        assert_eq!(older.spec, keynum(true));
+        // Key specs only, a keynum spec the server routes without: the filter moves the
+        // options in front, and the keys are a plain range.
+        let moved = keys(Syntax::Numkeys, Product::Valkey, (9, 1, 2), true);
+        assert_eq!(moved.flags(), c"write deny-oom");
+        assert_eq!(
+            (moved.docs().spec, moved.docs().legacy),
+            (range(false), (2, -1, 2))
+        );
+        assert!(moved.filter_wants("msetex", b"MSETEX"));
+        assert!(!ttl.filter_wants("msetex", b"MSETEX"));
+    }
+}

@@ -6,9 +6,9 @@
 use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
-use crate::config::{self, Module};
 use crate::deadline::{self, Deadline, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
+use crate::loaded::{self, Loaded};
 use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
@@ -35,16 +35,16 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
 }
 
 /// Runs `handler` for one call: counts it, and turns a failure into its error reply.
-fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Failure>) -> Reply {
+fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Loaded) -> Result<Reply, Failure>) -> Reply {
     stats::record_call();
-    let Some(module) = config::get() else {
+    let Some(module) = loaded::get() else {
         stats::record_error();
         return Reply::Error(c"ERR msetex is not loaded".to_owned());
     };
     let text = match handler(module) {
         Ok(reply) => return reply,
         Err(Failure::Refused(refusal)) => {
-            refusal.text(&module.name, module.syntax, module.profile.wording)
+            refusal.text(&module.name, module.syntax, &module.profile)
         }
         Err(Failure::Aborted(abort)) => {
             ctx.log_warning(&format!("msetex: failed to {}", abort.0));
@@ -55,7 +55,7 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Module) -> Result<Reply, Failure>
     Reply::Error(CString::new(text).unwrap_or_else(|_| c"ERR msetex".to_owned()))
 }
 
-fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failure> {
+fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failure> {
     let flags = ctx.flags();
     let now_ms = ctx.now_ms();
     let request = module.keys.parse(args, now_ms)?;
@@ -72,19 +72,18 @@ fn run(ctx: &Ctx<'_>, module: &Module, args: &[Arg<'_>]) -> Result<Reply, Failur
 /// `now_ms` is the clock the call was parsed with.
 fn write(
     ctx: &Ctx<'_>,
-    module: &Module,
+    module: &Loaded,
     pairs: &[Arg<'_>],
     request: &Request,
     flags: ContextFlags,
     now_ms: i64,
 ) -> Result<Reply, Failure> {
-    let link = CtxLink::new(ctx, module.counter_c.as_deref());
+    let link = CtxLink::new(ctx, module.replication.counter.as_deref());
     let mut wire = Wire::new(
         link,
         &module.replication,
         pairs,
         replication::nobody_listens(flags.aof),
-        module.profile.counts_at_end,
     );
     let mut deadline = Deadline::new(request.expiry);
     let batching = Batching::choose(&module.profile, request.expiry, now_ms);
@@ -115,7 +114,7 @@ fn write(
 /// Refuses a call whose keys the server could not learn exactly ([`Refusal::Undeclared`]) before
 /// anything happens: its slot and ACL checks looked at the wrong arguments.
 fn keys_were_declared(
-    module: &Module,
+    module: &Loaded,
     request: &Request,
     flags: ContextFlags,
     argc: usize,
@@ -133,7 +132,7 @@ fn keys_were_declared(
 #[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,
-    module: &Module,
+    module: &Loaded,
     pairs: &[Arg<'_>],
     expiry: Expiry,
     flags: ContextFlags,
@@ -176,7 +175,7 @@ fn check_acl(
 
 /// Answers the server's "where are the keys" call (`getkeys-api`).
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    if let Some(module) = config::get() {
+    if let Some(module) = loaded::get() {
         module.keys.declare(positions, args);
     }
 }

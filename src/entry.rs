@@ -4,9 +4,10 @@
 
 use std::ffi::CStr;
 
-use crate::config;
+use crate::acl::AclCheck;
 use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
 use crate::ffi::{Arg, Ctx};
+use crate::loaded;
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server};
@@ -32,7 +33,7 @@ impl ffi::Module for Entry {
 /// last command it was makes Redis 8.0+ reuse it, and ACL rules naming it crash Redis 6.2 to 8.6
 /// and Valkey 7.2 to 8.1. No module API says whether any client or rule still holds it.
 fn may_unload(ctx: &Ctx<'_>) -> bool {
-    if config::get().is_none() {
+    if loaded::get().is_none() {
         return true;
     }
     ctx.log_warning(
@@ -71,8 +72,8 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         },
     };
     match plan::plan(&options, server.as_ref(), environment)? {
-        Plan::BuiltinServes { line, options } => {
-            ffi::set_module_options(raw, options.atomic_slot_migration, options.signal_on_close)?;
+        Plan::BuiltinServes { line, profile } => {
+            ffi::set_module_options(raw, profile.atomic_slot_migration, profile.signal_on_close)?;
             ffi::log(raw, LogLevel::Notice, &line);
             Ok(())
         }
@@ -82,81 +83,75 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
 
 /// Executes a plan, in its order.
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
-    ffi::set_module_options(
-        raw,
-        plan.options.atomic_slot_migration,
-        plan.options.signal_on_close,
-    )?;
+    let profile = &plan.module.profile;
+    ffi::set_module_options(raw, profile.atomic_slot_migration, profile.signal_on_close)?;
     ffi::register_info::<Info>(raw)?;
-    let acl = plan.module.profile.acl;
-    let mut lines: Vec<(LogLevel, String)> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
     for command in &plan.commands {
-        let (docs, categories) = create(raw, command)?;
-        if command.role == Role::Msetex {
-            acl.confirm(
-                categories == Some(Ok(Optional::Done)),
-                ffi::acl_check_available(),
-            )
-            .map_err(|error| match &categories {
-                Some(Err(reason)) => format!("{error}: {reason}"),
-                _ => error,
-            })?;
-        }
-        let extras = [
-            ("COMMAND DOCS information", docs),
-            ("ACL categories", categories),
-        ];
-        for (what, outcome) in extras {
-            let line = match outcome {
-                Some(Err(reason)) => (LogLevel::Warning, format!("{what}: {reason}")),
-                // Older servers: the command works without them (the ACL note says how).
-                _ => continue,
-            };
-            if !lines.contains(&line) {
-                lines.push(line);
-            }
-        }
+        create(raw, command, profile.acl, &mut warnings)?;
     }
     let watching = ffi::watch::<Hooks>(raw);
-    replication::set_watching(watching && plan.shortcut_allowed);
-    if !watching {
-        lines.push((
-            LogLevel::Notice,
-            "server events or command filters unavailable: every key is always replicated"
-                .to_owned(),
-        ));
-    }
-    let acl_note = acl.load_note(&plan.module.name);
-    config::set(plan.module);
+    replication::set_watching(watching && profile.shortcut_allowed());
+    let acl_note = profile.acl.load_note(&plan.module.name);
+    let unwatched = (!watching)
+        .then_some("server events or command filters unavailable: every key is always replicated");
+    loaded::set(plan.module);
     ffi::log(raw, LogLevel::Notice, &plan.registered);
-    for note in plan.notes.iter().chain(acl_note.iter()) {
+    for note in plan
+        .notes
+        .iter()
+        .chain(&acl_note)
+        .map(String::as_str)
+        .chain(unwatched)
+    {
         ffi::log(raw, LogLevel::Notice, note);
     }
-    for (level, line) in lines {
-        ffi::log(raw, level, &line);
+    for warning in warnings {
+        ffi::log(raw, LogLevel::Warning, &warning);
     }
     Ok(())
 }
 
-/// What became of COMMAND DOCS (7.0+) or ACL categories (7.2+); `None` if not asked for.
-type Extra = Option<Result<Optional, String>>;
-
-/// Registers one command; returns what became of its docs and ACL categories.
-fn create(raw: *mut ffi::RawCtx, command: &Registration) -> Result<(Extra, Extra), String> {
+/// Registers one command, with its docs and (where it has docs) MSETEX's ACL categories; MSETEX
+/// itself must be reached by ACL as `acl` says. What older servers cannot take is no warning.
+fn create(
+    raw: *mut ffi::RawCtx,
+    command: &Registration,
+    acl: AclCheck,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
     let (name, flags, keys) = (&command.name, command.flags, command.legacy_keys);
     match command.role {
         Role::Msetex => ffi::create_command::<Msetex>(raw, name, flags, keys)?,
         Role::Apply => ffi::create_command::<Apply>(raw, name, flags, keys)?,
         Role::ChangesCounter => ffi::create_command::<Changes>(raw, name, flags, keys)?,
     }
-    let docs = command
-        .docs
-        .as_ref()
-        .map(|docs| ffi::set_command_info(raw, name, docs));
-    let categories = command
-        .categories
-        .then(|| ffi::set_acl_categories(raw, name, ACL_CATEGORIES));
-    Ok((docs, categories))
+    let Some(docs) = &command.docs else {
+        return Ok(());
+    };
+    let info = ffi::set_command_info(raw, name, docs);
+    let categories = ffi::set_acl_categories(raw, name, ACL_CATEGORIES);
+    if command.role == Role::Msetex {
+        let reason = categories
+            .as_ref()
+            .err()
+            .map_or(String::new(), |r| format!(": {r}"));
+        acl.confirm(categories == Ok(Optional::Done), ffi::acl_check_available())
+            .map_err(|error| format!("{error}{reason}"))?;
+    }
+    let outcomes = [
+        ("COMMAND DOCS information", info),
+        ("ACL categories", categories),
+    ];
+    for (what, outcome) in outcomes {
+        if let Err(reason) = outcome {
+            let line = format!("{what}: {reason}");
+            if !warnings.contains(&line) {
+                warnings.push(line);
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Msetex;
@@ -198,11 +193,11 @@ impl ffi::Hooks for Hooks {
             replication::on_listener_may_appear();
             return false;
         }
-        config::get().is_some_and(|module| module.keys.filter_wants(&module.name, name))
+        loaded::get().is_some_and(|module| module.keys.filter_wants(&module.name, name))
     }
 
     fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
-        config::get().map_or_else(Vec::new, |module| module.keys.rewrite(&module.name, args))
+        loaded::get().map_or_else(Vec::new, |module| module.keys.rewrite(&module.name, args))
     }
 
     fn on_replication_event() {
@@ -230,9 +225,12 @@ impl ffi::InfoSection for Info {
             c"replication_listeners",
             InfoValue::Text(replication::listeners_label(aof_on)),
         ));
-        if let Some(module) = config::get() {
+        if let Some(module) = loaded::get() {
             fields.push((c"syntax", InfoValue::Text(module.syntax.label())));
-            fields.push((c"replicate", InfoValue::Text(module.replicate.label())));
+            fields.push((
+                c"replicate",
+                InfoValue::Text(module.replication.mode.label()),
+            ));
             fields.push((c"acl", InfoValue::Text(module.profile.acl.label())));
         }
         fields

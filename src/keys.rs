@@ -29,7 +29,7 @@ pub struct Keys {
 }
 
 impl Keys {
-    pub fn new(syntax: Syntax, profile: &Profile, cluster: bool) -> Keys {
+    pub fn new(syntax: Syntax, profile: &Profile) -> Keys {
         let filter = match (syntax, profile.keys) {
             (_, KeysDeclared::ByCallback) => None,
             (
@@ -45,7 +45,7 @@ impl Keys {
             declared: profile.keys,
             filter,
             keynum_steps: profile.builtin.exists(),
-            cluster,
+            cluster: profile.cluster,
         }
     }
 
@@ -260,7 +260,7 @@ mod tests {
             name_in_use: Some(false),
         };
         let profile = Profile::new(Some(&Server { product, version }), environment);
-        Keys::new(syntax, &profile, cluster)
+        Keys::new(syntax, &profile)
     }
 
     #[test]

@@ -12,7 +12,6 @@
 
 mod acl;
 mod command;
-mod config;
 mod deadline;
 mod docs;
 mod entry;
@@ -20,6 +19,7 @@ mod entry;
 mod ffi;
 mod keys;
 mod load_args;
+mod loaded;
 mod outcome;
 mod plan;
 mod replication;

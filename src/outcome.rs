@@ -5,7 +5,7 @@
 //! written and replicated, the reply is `ERR msetex failed to <step>`, the log has a warning. No
 //! test can cause one. (A panic is caught where the server calls in: `ERR msetex internal error`.)
 
-use crate::server::Wording;
+use crate::server::Profile;
 use crate::syntax::{ParseError, Syntax};
 
 /// Why a call was refused before anything was written.
@@ -61,9 +61,9 @@ pub struct Abort(pub &'static str);
 
 impl Refusal {
     /// The error reply of command `name`, loaded with `syntax`, in this server's words.
-    pub fn text(self, name: &str, syntax: Syntax, wording: Wording) -> String {
+    pub fn text(self, name: &str, syntax: Syntax, profile: &Profile) -> String {
         match self {
-            Refusal::Parse(error) => parse_error_text(error, name, syntax, wording),
+            Refusal::Parse(error) => parse_error_text(error, name, syntax, profile),
             Refusal::Undeclared => format!(
                 "ERR {name}: this server reads command keys from key specifications only \
                  (io-threads > 1, or Valkey in cluster mode), and this call's options stand among \
@@ -115,16 +115,14 @@ impl Abort {
 }
 
 /// An invalid call's error text, as the server words it (Valkey words two differently).
-fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, wording: Wording) -> String {
-    let valkey = wording == Wording::Valkey;
+fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Profile) -> String {
+    let valkey = profile.valkey;
     match error {
         ParseError::WrongArity => format!("ERR wrong number of arguments for '{name}' command"),
         ParseError::Syntax => "ERR syntax error".to_owned(),
         ParseError::NotAnInteger => "ERR value is not an integer or out of range".to_owned(),
         // The built-in MSETEX words it the 7.0 way; Redis 6.2's SET did not.
-        ParseError::InvalidExpireTime
-            if wording == Wording::Redis62 && syntax.follows_set_errors() =>
-        {
+        ParseError::InvalidExpireTime if profile.redis_6 && syntax.follows_set_errors() => {
             format!("ERR invalid expire time in {name}")
         }
         ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),

@@ -2,15 +2,14 @@
 //! registers and logs and what every call reads, decided without a server (unit-tested for every
 //! server kind in `plan/tests.rs`). `entry::load` executes it.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use crate::acl::AclCheck;
-use crate::config::Module;
 use crate::docs::Docs;
 use crate::keys::Keys;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
-use crate::replication::apply;
-use crate::replication::{CallForm, Replication};
+use crate::loaded::Loaded;
+use crate::replication::{apply, Replication};
 use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
 use crate::write::Batching;
@@ -22,42 +21,17 @@ pub enum Plan {
     /// module options are still declared, so that the module blocks nothing.
     BuiltinServes {
         line: String,
-        options: ModuleOptions,
+        profile: Box<Profile>,
     },
     Register(Box<Registrations>),
-}
-
-/// What the module declares to the server (`RedisModule_SetModuleOptions`): the `Profile` fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModuleOptions {
-    pub atomic_slot_migration: bool,
-    pub signal_on_close: bool,
-}
-
-impl ModuleOptions {
-    fn of(profile: &Profile) -> ModuleOptions {
-        ModuleOptions {
-            atomic_slot_migration: profile.atomic_slot_migration,
-            signal_on_close: profile.signal_on_close,
-        }
-    }
-}
-
-impl Plan {
-    fn step_aside(line: String, options: ModuleOptions) -> Plan {
-        Plan::BuiltinServes { line, options }
-    }
 }
 
 /// Everything a load registers, in order.
 #[derive(Debug)]
 pub struct Registrations {
-    pub options: ModuleOptions,
     pub commands: Vec<Registration>,
     /// What every call reads.
-    pub module: Module,
-    /// Whether the "nobody listens" shortcut may be used, once its events and filter are in place.
-    pub shortcut_allowed: bool,
+    pub module: Loaded,
     /// The log line once everything is registered, then the notes.
     pub registered: String,
     pub notes: Vec<String>,
@@ -68,13 +42,11 @@ pub struct Registrations {
 pub struct Registration {
     pub name: CString,
     pub role: Role,
-    pub flags: &'static std::ffi::CStr,
+    pub flags: &'static CStr,
     /// Legacy first key, last key and step.
     pub legacy_keys: (i32, i32, i32),
-    /// COMMAND DOCS and key specifications (Redis 7.0+).
+    /// COMMAND DOCS and key specifications (Redis 7.0+), and MSETEX's ACL categories (7.2+).
     pub docs: Option<Docs>,
-    /// Put in MSETEX's ACL categories (Redis 7.2+).
-    pub categories: bool,
 }
 
 /// What a registered command runs.
@@ -83,7 +55,7 @@ pub enum Role {
     Msetex,
     /// `<name>.apply`, what REPLICATE MSETEX sends where the built-in's form cannot serve.
     Apply,
-    /// `<name>.changes`: counts key-API writes where each call is replicated as one command.
+    /// `<name>.changes`: counts a call's key-API writes in one go.
     ChangesCounter,
 }
 
@@ -94,106 +66,74 @@ pub fn plan(
     environment: Environment,
 ) -> Result<Plan, String> {
     let profile = Profile::new(server, environment);
-    let module_options = ModuleOptions::of(&profile);
     let name = match naming(server, &profile, options, environment)? {
-        Naming::StepAside(line) => return Ok(Plan::step_aside(line, module_options)),
+        Naming::StepAside(line) => {
+            let profile = Box::new(profile);
+            return Ok(Plan::BuiltinServes { line, profile });
+        }
         Naming::Register(name) => name,
     };
-    let c_name = |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
     let syntax = options.syntax;
-    let replication = Replication::decide(
-        options.replicate,
-        syntax == Syntax::Numkeys && name == DEFAULT_COMMAND_NAME,
-        &profile,
-        environment.cluster,
-        &c_name(".apply")?,
-    );
+    let numkeys_as_msetex = syntax == Syntax::Numkeys && name == DEFAULT_COMMAND_NAME;
+    let replication = Replication::decide(options.replicate, numkeys_as_msetex, &profile, &name)?;
     check_commands(&profile, &replication, environment)?;
-    let keys = Keys::new(syntax, &profile, environment.cluster);
-    let commands = registrations(&c_name, syntax, keys, &profile, &replication)?;
-    let counter_c = commands
-        .iter()
-        .find(|command| command.role == Role::ChangesCounter)
-        .map(|command| command.name.clone());
-    let module = Module {
-        name_c: c_name("")?,
+    let keys = Keys::new(syntax, &profile);
+    let module = Loaded {
+        name,
         syntax,
-        replicate: options.replicate,
         replication,
         keys,
-        counter_c,
         profile,
-        name,
     };
     let on = server.map_or_else(|| "an unidentified server".to_owned(), Server::describe);
     let syntax_label = syntax.label().to_string_lossy().to_uppercase();
     Ok(Plan::Register(Box::new(Registrations {
-        options: module_options,
         registered: format!(
             "command '{}' registered on {on} (SYNTAX {syntax_label})",
             module.name
         ),
-        notes: notes(&module, environment),
-        shortcut_allowed: module.profile.shortcut_allowed,
-        commands,
+        notes: module
+            .replication
+            .load_note()
+            .into_iter()
+            .chain(module.keys.load_note(environment.io_threads.is_some()))
+            .collect(),
+        commands: registrations(&module)?,
         module,
     })))
 }
 
 /// The commands to register, in order: only what this deployment sends (each name is one more
 /// that ACL rules can hold).
-fn registrations(
-    c_name: &dyn Fn(&str) -> Result<CString, String>,
-    syntax: Syntax,
-    keys: Keys,
-    profile: &Profile,
-    replication: &Replication,
-) -> Result<Vec<Registration>, String> {
-    let docs = syntax.docs(keys.docs());
+fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
+    let docs = module.syntax.docs(module.keys.docs());
     let mut commands = vec![Registration {
-        name: c_name("")?,
+        name: CString::new(module.name.as_str()).map_err(|e| e.to_string())?,
         role: Role::Msetex,
-        flags: keys.flags(),
+        flags: module.keys.flags(),
         legacy_keys: docs.keys.legacy,
         docs: Some(docs),
-        categories: true,
     }];
-    if let Replication::PerCall {
-        form: CallForm::Apply,
-        ..
-    } = replication
-    {
-        let apply_docs = apply::docs();
+    if let Some(apply) = module.replication.apply() {
+        let docs = apply::docs();
         commands.push(Registration {
-            name: c_name(".apply")?,
+            name: apply.to_owned(),
             role: Role::Apply,
             flags: c"write deny-oom",
-            legacy_keys: apply_docs.keys.legacy,
-            docs: Some(apply_docs),
-            categories: true,
+            legacy_keys: docs.keys.legacy,
+            docs: Some(docs),
         });
     }
-    if replication.counts_changes() || profile.counts_at_end {
+    if let Some(counter) = &module.replication.counter {
         commands.push(Registration {
-            name: c_name(".changes")?,
+            name: counter.clone(),
             role: Role::ChangesCounter,
             flags: c"readonly fast no-monitor no-slowlog allow-loading allow-stale",
             legacy_keys: (0, 0, 0),
             docs: None,
-            categories: false,
         });
     }
     Ok(commands)
-}
-
-/// What the log says once the commands are registered.
-fn notes(module: &Module, environment: Environment) -> Vec<String> {
-    module
-        .replication
-        .load_note()
-        .into_iter()
-        .chain(module.keys.load_note(environment.io_threads.is_some()))
-        .collect()
 }
 
 /// Refuses the load unless every server command a call may run or replicate exists under its name

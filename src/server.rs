@@ -253,19 +253,21 @@ impl Embedding {
     }
 }
 
-/// How this server's version tells MSETEX to behave.
+/// How this server's version tells MSETEX to behave: each difference decided once, at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    pub wording: Wording,
+    /// Redis before 7.0: SET's bad TTL is `invalid expire time in set`; its NX/XX looks a key up
+    /// twice (the check counts an access); `RedisModule_ReplicateVerbatim` copies the whole call
+    /// each time it counts a change (a call counts its changes once, at the end).
+    pub redis_6: bool,
+    /// Valkey words two NUMKEYS errors of its built-in its own way.
+    pub valkey: bool,
     pub keys: KeysDeclared,
     /// Writing through the key API (StringSet, DMA, signals) leaves keys as SET does. Not on an
     /// unidentified server: the server's SET writes every key there.
     pub key_api_writes: bool,
-    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a
-    /// change, so a call counts its key-API changes once, at the end, with its changes counter.
-    pub counts_at_end: bool,
     /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
-    /// place (no key API, or an allocator whose size classes the check does not know).
+    /// place (an allocator whose size classes the check does not know, or no key API).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,
@@ -274,22 +276,13 @@ pub struct Profile {
     /// signalled by closing them, and keys only looked at are opened for reading.
     pub signal_on_close: bool,
     pub builtin: Builtin,
-    /// Valkey 9.1+ with the built-in under its name: it writes each key as SET does (encoding,
-    /// deadline kept in place, `set` then `expire` per key), so it takes the keys the key API
-    /// cannot, instead of MSET plus a deadline. (Redis 8.6's fires `expire` before `set`.)
-    pub builtin_batch: bool,
+    /// `cluster-enabled yes`: a slot migration (atomic on Redis 8.4+ and Valkey 9+) streams writes
+    /// to the importer from its start, before INFO shows it, and its filter cannot read the
+    /// built-in's keys.
+    pub cluster: bool,
     /// Redis before 7.2: a key SET overwrites gets a fresh LRU clock (later ones keep the old).
     pub fresh_lru_on_overwrite: bool,
     pub past_deadline: PastDeadline,
-    /// Redis 6.2's SET NX/XX looks the key up twice (condition, write): the check counts an access.
-    pub condition_counts_access: bool,
-    /// Whether "nobody receives replicated commands" can be proven from `INFO replication` and the
-    /// replication commands clients send. Never in cluster mode: a slot migration (atomic on Redis
-    /// 8.4+ and Valkey 9+) streams writes to the importer from its start, before INFO shows it.
-    pub shortcut_allowed: bool,
-    /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster
-    /// mode (a slot migration's filter can't read its keys: Redis 8.6.3 drops it, and the write).
-    pub native_replication: bool,
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
     /// How ACL rules reach MSETEX: module commands get categories from Redis 7.2 (and in every
@@ -327,16 +320,6 @@ pub enum MovedKeys {
     Refused,
 }
 
-/// How the server words the errors MSETEX shares with its commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wording {
-    /// Redis 6.2: SET's bad TTL is `invalid expire time in set`.
-    Redis62,
-    Redis,
-    /// Valkey's built-in MSETEX words two NUMKEYS errors its own way.
-    Valkey,
-}
-
 impl Profile {
     /// The profile of `server` (unknown: the most careful choices) with `environment`.
     pub fn new(server: Option<&Server>, environment: Environment) -> Profile {
@@ -345,37 +328,29 @@ impl Profile {
         };
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
-        let builtin = match (
-            server.has_builtin_msetex(),
-            environment.callable.has(ServerCommand::Msetex),
-        ) {
-            (false, _) => Builtin::None,
-            (true, true) => Builtin::Serving,
-            (true, false) => Builtin::RenamedAway,
-        };
         Profile {
-            wording: match server.product {
-                Product::Redis if server.version < (7, 0, 0) => Wording::Redis62,
-                Product::Redis => Wording::Redis,
-                Product::Valkey => Wording::Valkey,
-            },
+            redis_6,
+            valkey: !redis,
             keys: server.keys_declared(environment),
             key_api_writes: true,
-            counts_at_end: redis_6,
             in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
-            builtin,
-            builtin_batch: !redis && builtin == Builtin::Serving,
+            builtin: match (
+                server.has_builtin_msetex(),
+                environment.callable.has(ServerCommand::Msetex),
+            ) {
+                (false, _) => Builtin::None,
+                (true, true) => Builtin::Serving,
+                (true, false) => Builtin::RenamedAway,
+            },
+            cluster: environment.cluster,
             fresh_lru_on_overwrite: redis && server.version < (7, 2, 0),
             past_deadline: if !redis && server.at_least((0, 0), (8, 0)) {
                 PastDeadline::DecidedBySet
             } else {
                 PastDeadline::Store
             },
-            condition_counts_access: redis_6,
-            shortcut_allowed: !environment.cluster,
-            native_replication: builtin == Builtin::Serving && !environment.cluster,
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
             acl: if redis_6 {
                 AclCheck::CommandName
@@ -390,7 +365,8 @@ impl Profile {
     /// An unidentified server: every choice the one safe whatever the server is.
     fn careful(environment: Environment) -> Profile {
         Profile {
-            wording: Wording::Redis,
+            redis_6: false,
+            valkey: false,
             keys: KeysDeclared::BySpecs {
                 moved: if environment.cluster {
                     MovedKeys::Refused
@@ -400,20 +376,35 @@ impl Profile {
                 keynum_exact: false,
             },
             key_api_writes: false,
-            counts_at_end: false,
             in_place: None,
             fires_overwritten: false,
             signal_on_close: false,
             builtin: Builtin::None,
-            builtin_batch: false,
+            cluster: environment.cluster,
             fresh_lru_on_overwrite: false,
             past_deadline: PastDeadline::Store,
-            condition_counts_access: false,
-            shortcut_allowed: false,
-            native_replication: false,
             atomic_slot_migration: false,
             acl: AclCheck::Capability,
         }
+    }
+
+    /// Valkey 9.1+ with the built-in under its name: it writes each key as SET does (encoding,
+    /// deadline kept in place, `set` then `expire` per key), so it takes the keys the key API
+    /// cannot, instead of MSET plus a deadline. (Redis 8.6's fires `expire` before `set`.)
+    pub fn builtin_batch(&self) -> bool {
+        self.valkey && self.builtin == Builtin::Serving
+    }
+
+    /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster
+    /// mode (a slot migration's filter can't read its keys: Redis 8.6.3 drops it, and the write).
+    pub fn native_replication(&self) -> bool {
+        self.builtin == Builtin::Serving && !self.cluster
+    }
+
+    /// Whether "nobody receives replicated commands" can be proven from `INFO replication` and the
+    /// replication commands clients send: never in cluster mode (see [`Profile::cluster`]).
+    pub fn shortcut_allowed(&self) -> bool {
+        !self.cluster
     }
 }
 

@@ -91,7 +91,7 @@ impl Batching {
                 Batching::EveryKeyWithSet(Propagation::ByCommand)
             }
             _ if !profile.key_api_writes => Batching::EveryKeyWithSet(Propagation::ByModule),
-            _ if profile.builtin_batch => Batching::Builtin,
+            _ if profile.builtin_batch() => Batching::Builtin,
             _ => Batching::Mset,
         }
     }
@@ -101,7 +101,7 @@ impl Batching {
     /// The server commands the write path may call here, and why (the load checks each exists).
     pub fn commands(profile: &Profile) -> Vec<(ServerCommand, &'static str)> {
         let mut commands = Vec::new();
-        if profile.key_api_writes && !profile.builtin_batch {
+        if profile.key_api_writes && !profile.builtin_batch() {
             commands.push((
                 ServerCommand::Mset,
                 "writes the values the key API cannot store as SET does (integers, strings \
@@ -120,7 +120,7 @@ impl Batching {
                 "decides, key by key, what a deadline in the past does on this server",
             ));
         }
-        if profile.builtin_batch {
+        if profile.builtin_batch() {
             commands.push((ServerCommand::Msetex, "writes what the key API cannot"));
         }
         commands
@@ -141,7 +141,7 @@ pub fn condition_holds<K: Keyspace>(
         Condition::NoneExist => false,
         Condition::AllExist => true,
     };
-    let touch = if profile.condition_counts_access {
+    let touch = if profile.redis_6 {
         Touch::Yes
     } else {
         Touch::No

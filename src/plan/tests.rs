@@ -1,5 +1,5 @@
 use super::*;
-use crate::replication::Replicate;
+use crate::replication::{CallForm, Replicate, Sent};
 use crate::server::{Callable, Product, ServerCommand};
 use crate::syntax::Syntax;
 
@@ -128,25 +128,25 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                         !by_specs,
                         "{what}"
                     );
-                    assert!(msetex.categories && msetex.docs.is_some(), "{what}");
+                    assert!(msetex.docs.is_some(), "{what}");
 
                     // Servers that run MSETEX natively, outside cluster
                     // mode: one native command per call, whatever the mode.
                     let native = server.has_builtin_msetex() && !env.cluster;
                     let expected_replication = if native {
-                        Replication::PerCall {
+                        Sent::PerCall {
                             command: c"MSETEX".to_owned(),
                             form: CallForm::Numkeys,
                         }
                     } else if replicate == Replicate::Set {
-                        Replication::PerKey
+                        Sent::PerKey
                     } else {
-                        Replication::PerCall {
+                        Sent::PerCall {
                             command: c"app.msetex.apply".to_owned(),
                             form: CallForm::Apply,
                         }
                     };
-                    assert_eq!(plan.module.replication, expected_replication, "{what}");
+                    assert_eq!(plan.module.replication.sent, expected_replication, "{what}");
                     // Only the names this deployment needs.
                     let mut expected = vec![Role::Msetex];
                     if replicate == Replicate::Msetex && !native {
@@ -163,18 +163,22 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                         assert_eq!(apply.legacy_keys, (2, -1, 2), "{what}");
                     }
                     assert_eq!(
-                        plan.module.counter_c.is_some(),
+                        plan.module.replication.counter.is_some(),
                         expected.contains(&Role::ChangesCounter),
                         "{what}"
                     );
-                    assert_eq!(plan.shortcut_allowed, !env.cluster, "{what}");
                     assert_eq!(
-                        plan.options.atomic_slot_migration,
+                        plan.module.profile.shortcut_allowed(),
+                        !env.cluster,
+                        "{what}"
+                    );
+                    assert_eq!(
+                        plan.module.profile.atomic_slot_migration,
                         server.product == Product::Valkey && server.version >= (9, 0, 0),
                         "{what}"
                     );
                     assert_eq!(
-                        plan.options.signal_on_close,
+                        plan.module.profile.signal_on_close,
                         server.product == Product::Redis && server.version >= (8, 6, 0),
                         "{what}"
                     );
@@ -215,13 +219,13 @@ fn the_builtin_serves_its_own_syntax_under_its_name() {
         let builtin = server.has_builtin_msetex();
         let what = format!("{server:?}");
         match load(&server, Syntax::Numkeys, "msetex", PLAIN) {
-            Ok(Plan::BuiltinServes { line, options }) => {
+            Ok(Plan::BuiltinServes { line, profile }) => {
                 assert!(builtin, "{what}");
                 assert!(line.contains(&server.describe()), "{line}");
                 // A module that serves nothing blocks nothing: it declares
                 // what the server asks of every loaded module.
                 assert_eq!(
-                    options.atomic_slot_migration,
+                    profile.atomic_slot_migration,
                     server.product == Product::Valkey,
                     "{what}"
                 );
@@ -256,7 +260,7 @@ fn the_builtin_serves_its_own_syntax_under_its_name() {
             for (syntax, name) in [(Syntax::Numkeys, "app.nk"), (Syntax::Ttl, "app.ttl")] {
                 let own = registrations(load(&server, syntax, name, renamed));
                 assert_eq!(own.commands[0].name.to_str(), Ok(name), "{what}");
-                assert!(!own.module.profile.native_replication, "{what}");
+                assert!(!own.module.profile.native_replication(), "{what}");
             }
         }
         match load(&server, Syntax::Ttl, "msetex", PLAIN) {
@@ -296,8 +300,8 @@ fn replicate_msetex_sends_the_numkeys_form_under_its_name_outside_cluster_mode()
     };
     let own = load(Syntax::Numkeys, "msetex", PLAIN);
     assert_eq!(
-        own.module.replication,
-        Replication::PerCall {
+        own.module.replication.sent,
+        Sent::PerCall {
             command: c"msetex".to_owned(),
             form: CallForm::Numkeys
         }
@@ -312,8 +316,8 @@ fn replicate_msetex_sends_the_numkeys_form_under_its_name_outside_cluster_mode()
     // In cluster mode a slot migration's filter must read the keys.
     let cluster = load(Syntax::Numkeys, "msetex", env(true, Some(1)));
     assert!(matches!(
-        cluster.module.replication,
-        Replication::PerCall {
+        cluster.module.replication.sent,
+        Sent::PerCall {
             form: CallForm::Apply,
             ..
         }
@@ -321,8 +325,8 @@ fn replicate_msetex_sends_the_numkeys_form_under_its_name_outside_cluster_mode()
     for (syntax, name) in [(Syntax::Numkeys, "nk"), (Syntax::Ttl, "msetex")] {
         let apply = load(syntax, name, PLAIN);
         assert_eq!(
-            apply.module.replication,
-            Replication::PerCall {
+            apply.module.replication.sent,
+            Sent::PerCall {
                 command: CString::new(format!("{name}.apply")).unwrap(),
                 form: CallForm::Apply
             }
@@ -376,8 +380,8 @@ fn a_renamed_command_takes_another_path_or_fails_the_load_with_its_name() {
                         Ok(Plan::Register(plan)) => {
                             assert!(!refused, "{what}");
                             if missing == ServerCommand::Msetex {
-                                assert!(!plan.module.profile.builtin_batch, "{what}");
-                                assert!(!plan.module.profile.native_replication, "{what}");
+                                assert!(!plan.module.profile.builtin_batch(), "{what}");
+                                assert!(!plan.module.profile.native_replication(), "{what}");
                             }
                         }
                         Ok(Plan::BuiltinServes { .. }) => panic!("{what}"),

@@ -50,7 +50,20 @@ impl Replicate {
 
 /// What each call sends, decided at load from the mode, the syntax and the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Replication {
+pub struct Replication {
+    /// The load argument `REPLICATE`.
+    pub mode: Replicate,
+    pub sent: Sent,
+    /// `<name>.changes`, which counts the key-API writes of a call in one go where it goes as one
+    /// command or, on Redis 6.2, always (see `Profile::redis_6`).
+    pub counter: Option<CString>,
+    /// Redis 6.2: changes are counted at the end of a call even where nobody listens.
+    pub counts_at_end: bool,
+}
+
+/// The commands a call sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
     /// `SET key value <expiry>` per key (REPLICATE SET).
     PerKey,
     /// The whole call as one command after the last write.
@@ -76,55 +89,69 @@ impl Replication {
         mode: Replicate,
         numkeys_as_msetex: bool,
         profile: &Profile,
-        cluster: bool,
-        apply: &CStr,
-    ) -> Replication {
-        let call = |command: &CStr, form| Replication::PerCall {
-            command: command.to_owned(),
-            form,
-        };
-        if profile.native_replication {
-            return call(c"MSETEX", CallForm::Numkeys);
-        }
-        match mode {
-            Replicate::Set => Replication::PerKey,
-            Replicate::Msetex if numkeys_as_msetex && !cluster => {
-                call(c"msetex", CallForm::Numkeys)
+        name: &str,
+    ) -> Result<Replication, String> {
+        let named =
+            |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
+        let call = |command: CString, form| Sent::PerCall { command, form };
+        let sent = match mode {
+            _ if profile.native_replication() => call(c"MSETEX".to_owned(), CallForm::Numkeys),
+            Replicate::Set => Sent::PerKey,
+            Replicate::Msetex if numkeys_as_msetex && !profile.cluster => {
+                call(c"msetex".to_owned(), CallForm::Numkeys)
             }
-            Replicate::Msetex => call(apply, CallForm::Apply),
+            Replicate::Msetex => call(named(".apply")?, CallForm::Apply),
+        };
+        let counts_at_end = profile.redis_6;
+        let counter = if matches!(sent, Sent::PerCall { .. }) || counts_at_end {
+            Some(named(".changes")?)
+        } else {
+            None
+        };
+        Ok(Replication {
+            mode,
+            sent,
+            counter,
+            counts_at_end,
+        })
+    }
+
+    /// `<name>.apply`, where calls are replicated as it (the module registers it).
+    pub fn apply(&self) -> Option<&CStr> {
+        match &self.sent {
+            Sent::PerCall {
+                command,
+                form: CallForm::Apply,
+            } => Some(command),
+            _ => None,
         }
     }
 
     /// The server command sent, which the load checks exists (or a call could write unreplicated).
     pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
-        match self {
-            Replication::PerKey => Some((
+        match &self.sent {
+            Sent::PerKey => Some((
                 ServerCommand::Set,
                 "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
             )),
-            Replication::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some((
+            Sent::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some((
                 ServerCommand::Msetex,
                 "is what replicas and the AOF get where the server runs MSETEX itself",
             )),
-            Replication::PerCall { .. } => None,
+            Sent::PerCall { .. } => None,
         }
-    }
-
-    /// Whether calls go as one command, key-API writes counted via `<name>.changes`.
-    pub fn counts_changes(&self) -> bool {
-        matches!(self, Replication::PerCall { .. })
     }
 
     /// What the log says at load time.
     pub fn load_note(&self) -> Option<String> {
-        match self {
-            Replication::PerKey => None,
-            Replication::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some(
+        match &self.sent {
+            Sent::PerKey => None,
+            Sent::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some(
                 "this server runs MSETEX itself: each call goes to replicas and the AOF as \
                      one native MSETEX command, which they run without this module"
                     .to_owned(),
             ),
-            Replication::PerCall { command, form } => Some(format!(
+            Sent::PerCall { command, form } => Some(format!(
                 "REPLICATE MSETEX: each call goes to replicas, the AOF and slot migrations as \
                  one '{}' command; replicas, AOF loading and the nodes slots migrate to need \
                  this module loaded with the same arguments{}",

@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::apply;
-use super::{CallForm, Replication};
+use super::{CallForm, Replication, Sent};
 use crate::deadline::{self, Resolved};
 use crate::ffi::{Arg, Ctx, OwnedString, Reply, Word};
 use crate::outcome::Abort;
@@ -54,23 +54,22 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
 }
 
 impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
-    /// `nobody_listens`: replicate nothing (see [`nobody_listens`]); `counts_at_end`: the profile's.
+    /// `nobody_listens`: replicate nothing (see [`super::nobody_listens`]).
     pub fn new(
         link: L,
         replication: &'w Replication,
         pairs: &'w [A],
         nobody_listens: bool,
-        counts_at_end: bool,
     ) -> Wire<'w, A, L> {
-        let (sends, command) = match replication {
+        let (sends, command) = match &replication.sent {
             _ if nobody_listens => (
                 Sends::CountOnly {
-                    at_end: counts_at_end,
+                    at_end: replication.counts_at_end,
                 },
                 c"",
             ),
-            Replication::PerKey => (Sends::PerKey, c""),
-            Replication::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
+            Sent::PerKey => (Sends::PerKey, c""),
+            Sent::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
         };
         Wire {
             link,

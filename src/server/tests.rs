@@ -112,7 +112,7 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
 fn write_paths_follow_what_set_leaves() {
     let profile = |server: &Server| Profile::new(Some(server), PLAIN);
     let redis_6_2 = profile(&redis("6.2.16"));
-    assert!(redis_6_2.key_api_writes && redis_6_2.counts_at_end);
+    assert!(redis_6_2.key_api_writes && redis_6_2.redis_6);
     assert!(!Profile::new(None, PLAIN).key_api_writes);
     for server in [
         redis("6.2.16"),
@@ -136,15 +136,17 @@ fn write_paths_follow_what_set_leaves() {
     let redis_8_6 = profile(&redis("8.6.3"));
     assert!(redis_8_6.key_api_writes && redis_8_6.fires_overwritten && redis_8_6.signal_on_close);
     assert!(!profile(&redis("8.0.6")).fires_overwritten);
-    assert!(profile(&valkey("9.1.2")).builtin_batch && !profile(&valkey("9.0.0")).builtin_batch);
-    assert!(!redis_8_6.builtin_batch);
+    assert!(
+        profile(&valkey("9.1.2")).builtin_batch() && !profile(&valkey("9.0.0")).builtin_batch()
+    );
+    assert!(!redis_8_6.builtin_batch());
     // The built-in renamed away: MSET writes Valkey's batch.
     let renamed = Environment {
         callable: Callable::ALL.without(ServerCommand::Msetex),
         ..PLAIN
     };
     let valkey_renamed = Profile::new(Some(&valkey("9.1.2")), renamed);
-    assert!(!valkey_renamed.builtin_batch);
+    assert!(!valkey_renamed.builtin_batch());
     assert_eq!(valkey_renamed.builtin, Builtin::RenamedAway);
     assert_eq!(profile(&valkey("9.1.2")).builtin, Builtin::Serving);
     assert_eq!(profile(&valkey("9.0.0")).builtin, Builtin::None);
@@ -194,27 +196,30 @@ fn past_deadlines_as_set_treats_them() {
 
 #[test]
 fn error_texts_and_cluster_options() {
-    let wording = |server: &Server| Profile::new(Some(server), PLAIN).wording;
-    assert_eq!(wording(&redis("6.2.16")), Wording::Redis62);
-    assert_eq!(wording(&redis("7.0.15")), Wording::Redis);
-    assert_eq!(wording(&valkey("7.2.7")), Wording::Valkey);
+    let wording = |server: &Server| {
+        let profile = Profile::new(Some(server), PLAIN);
+        (profile.redis_6, profile.valkey)
+    };
+    assert_eq!(wording(&redis("6.2.16")), (true, false));
+    assert_eq!(wording(&redis("7.0.15")), (false, false));
+    assert_eq!(wording(&valkey("7.2.7")), (false, true));
     let cluster = Environment {
         cluster: true,
         ..PLAIN
     };
     let valkey_9 = Profile::new(Some(&valkey("9.1.2")), cluster);
-    assert!(!valkey_9.shortcut_allowed && valkey_9.atomic_slot_migration);
+    assert!(!valkey_9.shortcut_allowed() && valkey_9.atomic_slot_migration);
     for server in [valkey("8.1.1"), redis("7.0.15"), redis("8.6.3")] {
         assert!(
-            !Profile::new(Some(&server), cluster).shortcut_allowed,
+            !Profile::new(Some(&server), cluster).shortcut_allowed(),
             "{server:?}"
         );
         assert!(
-            Profile::new(Some(&server), PLAIN).shortcut_allowed,
+            Profile::new(Some(&server), PLAIN).shortcut_allowed(),
             "{server:?}"
         );
     }
-    assert!(Profile::new(Some(&valkey("9.1.2")), PLAIN).shortcut_allowed);
+    assert!(Profile::new(Some(&valkey("9.1.2")), PLAIN).shortcut_allowed());
 }
 
 #[test]
@@ -272,13 +277,13 @@ fn native_replication() {
     };
     for server in [redis("8.6.3"), valkey("9.1.2")] {
         assert!(
-            Profile::new(Some(&server), PLAIN).native_replication,
+            Profile::new(Some(&server), PLAIN).native_replication(),
             "{server:?}"
         );
         assert!(
-            !Profile::new(Some(&server), cluster).native_replication,
+            !Profile::new(Some(&server), cluster).native_replication(),
             "{server:?}"
         );
     }
-    assert!(!Profile::new(Some(&redis("8.2.0")), PLAIN).native_replication);
+    assert!(!Profile::new(Some(&redis("8.2.0")), PLAIN).native_replication());
 }

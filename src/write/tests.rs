@@ -593,20 +593,20 @@ fn a_past_deadline_on_valkey_8_is_for_set_to_decide() {
 // --- A call stopped anywhere leaves replicas equal to the primary ----------------------------
 
 use crate::ffi::Word;
-use crate::replication::{CallForm, Link, Replication, Wire};
+use crate::replication::{CallForm, Link, Replicate, Replication, Sent, Wire};
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// What the replication link received; it refuses one command where told to, and the counter.
 #[derive(Default)]
-struct Sent {
+struct Received {
     commands: RefCell<Vec<Vec<String>>>,
     attempts: Cell<usize>,
     refuse: Option<usize>,
     refuse_counter: bool,
 }
 
-struct Recording<'a>(&'a Sent);
+struct Recording<'a>(&'a Received);
 
 impl<'s> Link<&'s [u8]> for Recording<'_> {
     fn replicate(
@@ -708,12 +708,12 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
     .map(|a| a.as_bytes())
     .collect();
     let modes = [
-        Replication::PerKey,
-        Replication::PerCall {
+        Sent::PerKey,
+        Sent::PerCall {
             command: CString::from(c"m.apply"),
             form: CallForm::Apply,
         },
-        Replication::PerCall {
+        Sent::PerCall {
             command: CString::from(c"MSETEX"),
             form: CallForm::Numkeys,
         },
@@ -721,11 +721,17 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
     let mut checked = 0;
     for profile in [redis(7, 0), redis(6, 2), valkey(9, 1), redis(8, 6)] {
         for expiry in [Expiry::In(5000), Expiry::At(NOW + 9000), Expiry::Keep] {
-            for replication in &modes {
+            for sent in &modes {
+                let replication = &Replication {
+                    mode: Replicate::Set,
+                    sent: sent.clone(),
+                    counter: Some(CString::from(c"m.changes")),
+                    counts_at_end: profile.redis_6,
+                };
                 // One run without faults tells how many writes and replicates a call makes.
                 let (writes, attempts) = {
                     let store = seed();
-                    let sent = Sent::default();
+                    let sent = Received::default();
                     run(&store, &profile, &pairs, expiry, replication, &sent).expect("no fault");
                     (store.writes.get(), sent.attempts.get())
                 };
@@ -742,10 +748,10 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
                         let store = seed();
                         let before = state(&store);
                         store.fault.set(fault);
-                        let sent = Sent {
+                        let sent = Received {
                             refuse,
                             refuse_counter,
-                            ..Sent::default()
+                            ..Received::default()
                         };
                         let _ = catch_unwind(AssertUnwindSafe(|| {
                             run(&store, &profile, &pairs, expiry, replication, &sent)
@@ -773,15 +779,9 @@ fn run<'s>(
     pairs: &[&'s [u8]],
     expiry: Expiry,
     replication: &Replication,
-    sent: &Sent,
+    sent: &Received,
 ) -> Result<usize, Abort> {
-    let mut wire = Wire::new(
-        Recording(sent),
-        replication,
-        pairs,
-        false,
-        profile.counts_at_end,
-    );
+    let mut wire = Wire::new(Recording(sent), replication, pairs, false);
     let mut deadline = Deadline::new(expiry);
     let batching = Batching::choose(profile, expiry, NOW);
     let written = write_all(

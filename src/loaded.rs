@@ -1,0 +1,30 @@
+//! What the module decided when it loaded (`plan`), read by every call without a lock.
+
+use crate::ffi::Slot;
+use crate::keys::Keys;
+use crate::replication::Replication;
+use crate::server::Profile;
+use crate::syntax::Syntax;
+
+/// The loaded module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded {
+    /// The registered command name, in lower case.
+    pub name: String,
+    pub syntax: Syntax,
+    pub replication: Replication,
+    pub profile: Profile,
+    pub keys: Keys,
+}
+
+static LOADED: Slot<Loaded> = Slot::new();
+
+/// Records the loaded module, for every call to read.
+pub fn set(module: Loaded) {
+    LOADED.set(module);
+}
+
+/// The loaded module, if the load got that far.
+pub fn get() -> Option<&'static Loaded> {
+    LOADED.get()
+}

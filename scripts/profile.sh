@@ -50,6 +50,7 @@ parts=(
     "VM_NotifyKeyspaceEvent|keyspace events"
     "RM_SignalModifiedKey|WATCH and client-side caching signals"
     "VM_SignalModifiedKey|WATCH and client-side caching signals"
+    "msetex::command::check_acl|the Redis 7.0 ACL check: MSET on the keys, SET on each"
     "RM_ReplicateVerbatim|counting the change (nobody listens)"
     "VM_ReplicateVerbatim|counting the change (nobody listens)"
 )
@@ -62,7 +63,7 @@ pairs() {
 }
 
 profile() {
-    local title=$1 value=$2 keyspace=$3
+    local title=$1 value=$2 keyspace=$3 auth=${4:-}
     cli flushall >/dev/null
     if [ "$keyspace" -le 100000 ]; then
         # Every key of the working set exists with a TTL and a value of the size written.
@@ -70,7 +71,8 @@ profile() {
     fi
     cli config resetstat >/dev/null
     # shellcheck disable=SC2046
-    redis-benchmark -p "$port" -n 100000000 -r "$keyspace" -c 20 "$name" 3600 $(pairs "$value") >/dev/null 2>&1 &
+    # shellcheck disable=SC2086
+    redis-benchmark -p "$port" $auth -n 100000000 -r "$keyspace" -c 20 "$name" 3600 $(pairs "$value") >/dev/null 2>&1 &
     local bench=$!
     sleep 0.5
     perf record -q -F 2000 --call-graph dwarf,8192 -p "$pid" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1
@@ -128,6 +130,11 @@ for server in "${servers[@]}"; do
     profile "Refreshing 32-byte values" "$value32" 10000
     profile "Refreshing integers" "1234567890" 10000
     profile "New keys, 32-byte values" "$value32" 2000000000
+    if [ "${label%.*}" = "Redis 7.0" ]; then
+        # The ACL check asks about every key: as a user whose rules name key patterns.
+        cli acl setuser app on '>pw' '~app:*' '~k:*' '%R~r:*' '+@all' >/dev/null
+        profile "Refreshing 32-byte values, as a user with key patterns" "$value32" 10000 "--user app -a pw"
+    fi
     servers_seen+=("$label")
     kill "$pid"; wait "$pid" 2>/dev/null || true
     pid=""

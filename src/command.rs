@@ -86,7 +86,7 @@ fn write(
         replication::nobody_listens(flags.aof),
     );
     let mut deadline = Deadline::new(request.expiry);
-    let batching = Batching::choose(&module.profile, request.expiry, now_ms);
+    let batching = Batching::choose(&module.profile, &mut deadline, now_ms);
     let fork = if flags.active_child {
         Fork::Running
     } else {

@@ -35,7 +35,6 @@ pub trait Keyspace {
     fn signal(&self, key: Self::Arg);
     /// Runs the server's `command [numkeys] pairs... tail...`; false if it failed.
     fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
-    fn now_ms(&self) -> i64;
 }
 
 /// One call of a server write command on a batch.
@@ -82,9 +81,10 @@ pub enum Batching {
 }
 
 impl Batching {
-    /// The batching of a call with `expiry` on this server.
-    pub fn choose(profile: &Profile, expiry: Expiry, now_ms: i64) -> Batching {
-        match expiry {
+    /// The batching of a call with `deadline` on this server, `now_ms` the call's clock; SET for
+    /// every key takes the deadline resolved (from that clock: no key takes it first).
+    pub fn choose(profile: &Profile, deadline: &mut Deadline, now_ms: i64) -> Batching {
+        let batching = match deadline.expiry() {
             Expiry::At(at)
                 if profile.past_deadline == PastDeadline::DecidedBySet && at <= now_ms =>
             {
@@ -93,7 +93,11 @@ impl Batching {
             _ if !profile.key_api_writes => Batching::EveryKeyWithSet(Propagation::ByModule),
             _ if profile.builtin_batch() => Batching::Builtin,
             _ => Batching::Mset,
+        };
+        if let Batching::EveryKeyWithSet(_) = batching {
+            deadline.resolve_from(now_ms);
         }
+        batching
     }
 }
 
@@ -147,14 +151,24 @@ pub fn condition_holds<K: Keyspace>(
         Touch::No
     };
     let exists = |key: K::Arg| {
-        let handle = if profile.signal_on_close {
-            keyspace.look(key)
-        } else {
-            keyspace.open(key, touch)
-        };
-        handle.is_some_and(|handle| handle.contents() != Contents::Nothing)
+        look_at(keyspace, profile, key, touch).is_some_and(|h| h.contents() != Contents::Nothing)
     };
     pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
+}
+
+/// `key` opened to be looked at, with no signal and (but for `touch`) no effect: opened for
+/// reading where closing a write-opened key signals it (Redis 8.6), else for writing.
+fn look_at<K: Keyspace>(
+    keyspace: &K,
+    profile: &Profile,
+    key: K::Arg,
+    touch: Touch,
+) -> Option<K::Key> {
+    if profile.signal_on_close {
+        keyspace.look(key)
+    } else {
+        keyspace.open(key, touch)
+    }
 }
 
 /// Whether a fork (RDB or AOF rewrite) runs: key lookups then leave LRU clocks alone.
@@ -174,9 +188,6 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     fork: Fork,
     sink: &mut S,
 ) -> Result<usize, Abort> {
-    if let Batching::EveryKeyWithSet(_) = batching {
-        deadline.resolve_from(keyspace.now_ms());
-    }
     let mut writer = Writer {
         keyspace,
         profile,
@@ -219,13 +230,14 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     fn pair(&mut self, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
         // SET stores a canonical integer as `int` or shared, which no module API can produce. The
         // built-in batch writes values SET would embed unopened (its lookup is the one access).
+        let integer = parse_i64(value.as_ref()).is_some();
         let batch_only = !matches!(self.batching, Batching::Mset | Batching::Builtin)
-            || parse_i64(value.as_ref()).is_some()
+            || integer
             || (self.batching == Batching::Builtin
                 && self.deadline.expiry() != Expiry::Keep
                 && self.embeds(key, value, false));
         if batch_only {
-            return self.defer(key, value, None);
+            return self.defer(key, value, integer, None);
         }
         if self.batch.contains(key) {
             self.flush()?;
@@ -236,7 +248,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
             drop(handle);
-            return self.defer(key, value, lfu);
+            return self.defer(key, value, false, lfu);
         };
         if self.batch.len() > 0 {
             // Waiting keys go first so events follow the arguments (this key is not among them).
@@ -377,8 +389,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// Puts a pair in the batch, written first where it holds the other kind of value (integers
     /// go to the server as fresh copies, the rest as they are: one kind per call) or this key.
-    fn defer(&mut self, key: K::Arg, value: K::Arg, lfu: Option<i64>) -> Result<(), Abort> {
-        let integer = parse_i64(value.as_ref()).is_some();
+    fn defer(
+        &mut self,
+        key: K::Arg,
+        value: K::Arg,
+        integer: bool,
+        lfu: Option<i64>,
+    ) -> Result<(), Abort> {
         if self.batch.contains(key) || (self.batch.len() > 0 && self.batch.integers != integer) {
             self.flush()?;
         }
@@ -510,15 +527,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// `key`'s deadline, read without effect (write-opened with no access where closing is silent).
+    /// `key`'s deadline, read without effect.
     fn deadline_of(&self, key: K::Arg) -> Option<i64> {
-        if self.profile.signal_on_close {
-            self.keyspace.look(key).and_then(|h| h.deadline())
-        } else {
-            self.keyspace
-                .open(key, Touch::No)
-                .and_then(|h| h.deadline())
-        }
+        look_at(self.keyspace, self.profile, key, Touch::No).and_then(|h| h.deadline())
     }
 }
 
@@ -641,9 +652,6 @@ impl<'c> Keyspace for Ctx<'c> {
                 &tail,
             )
         })
-    }
-    fn now_ms(&self) -> i64 {
-        Ctx::now_ms(self)
     }
 }
 

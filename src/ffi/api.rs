@@ -1,13 +1,10 @@
-//! The module API's function table, resolved once at load into [`Api`] (a missing required
-//! function fails the load with a log line, not a later crash); the slot the loaded module is
-//! published in; the server log.
+//! The module API's function table, resolved once at load; [`Slot`]; the server log.
 
 use std::ffi::CString;
-
-use libc::{c_char, c_int, c_longlong};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
+use libc::{c_char, c_int, c_longlong};
 use redis_module::raw::{
     self, RedisModuleCallReply, RedisModuleCtx, RedisModuleKey, RedisModuleString, RedisModuleUser,
 };
@@ -21,7 +18,6 @@ macro_rules! module_api {
         required { $( $field:ident = $symbol:ident : fn($($arg:ty),*) $(-> $ret:ty)? ;)* }
         optional { $( $ofield:ident = $osymbol:ident : fn($($oarg:ty),*) $(-> $oret:ty)? ;)* }
     ) => {
-        /// Module API entry points this crate needs, resolved at load time.
         pub struct Api {
             $( pub(super) $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
             $( pub(super) $ofield: Option<unsafe extern "C" fn($($oarg),*) $(-> $oret)?>, )*
@@ -32,15 +28,12 @@ macro_rules! module_api {
         impl Api {
             fn resolve() -> Result<Api, &'static str> {
                 // SAFETY: set once by RedisModule_Init earlier, then only read (main thread).
-                let api = unsafe {
-                    Api {
-                        $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
-                        $( $ofield: raw::$osymbol, )*
-                        replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
-                        call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
-                    }
-                };
-                Ok(api)
+                unsafe { Ok(Api {
+                    $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
+                    $( $ofield: raw::$osymbol, )*
+                    replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
+                    call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
+                }) }
             }
         }
     };
@@ -115,13 +108,27 @@ module_api! {
         get_client_user_name_by_id = RedisModule_GetClientUserNameById: fn(*mut RedisModuleCtx, u64) -> *mut RedisModuleString;
         // Redis 7.2+ / Valkey: which module options this server knows.
         get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
-        // Newer Redis (8.6.3 has it; 8.0.6 and Valkey 9.1.2 do not): a config read directly, whatever
-        // rename-command did.
+        // Redis 8.6.3 (not 8.0.6, Valkey 9.1.2): a config read directly, whatever rename-command did.
         config_get_numeric = RedisModule_ConfigGetNumeric: fn(*mut RedisModuleCtx, *const c_char, *mut c_longlong) -> c_int;
     }
 }
 
 pub(super) static API: OnceLock<Api> = OnceLock::new();
+
+/// The resolved API; `Err` only before [`init_api`].
+pub(super) fn api() -> Result<&'static Api, String> {
+    API.get().ok_or_else(|| "module API not initialised".into())
+}
+
+/// Resolves the module API (loading is single-threaded: a value already stored is as valid).
+pub(super) fn init_api() -> Result<&'static Api, String> {
+    if let Some(api) = API.get() {
+        return Ok(api);
+    }
+    let api = Api::resolve()
+        .map_err(|missing| format!("this server does not export {missing}, which msetex needs"))?;
+    Ok(API.get_or_init(|| api))
+}
 
 /// A value published once per load and read lock-free by every call and the command filter (the
 /// server passes no pointer of ours); each value is leaked (a few hundred bytes per MODULE LOAD).
@@ -138,26 +145,11 @@ impl<T: 'static> Slot<T> {
     }
 
     pub fn get(&self) -> Option<&'static T> {
-        let ptr = self.0.load(Ordering::Acquire);
         // SAFETY: a non-null pointer came from Box::into_raw in `set` and is never freed.
-        unsafe { ptr.as_ref() }
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 }
 
-/// Resolves the module API. Call once from the module's init function.
-pub fn init_api() -> Result<&'static Api, String> {
-    if let Some(api) = API.get() {
-        return Ok(api);
-    }
-    let api = Api::resolve()
-        .map_err(|missing| format!("this server does not export {missing}, which msetex needs"))?;
-    // Loading is single-threaded; a value already stored would be equally valid.
-    let _ = API.set(api);
-    API.get()
-        .ok_or_else(|| "module API not initialised".to_owned())
-}
-
-/// Log levels of `RedisModule_Log`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
     Notice,
@@ -171,11 +163,9 @@ pub fn log(ctx: *mut RedisModuleCtx, level: LogLevel, message: &str) {
         LogLevel::Warning => c"warning",
     };
     // NUL bytes cannot appear in a C string: replace them rather than drop the line.
-    let Ok(text) = CString::new(message.replace('\0', "\\0")) else {
-        return;
-    };
+    let text = CString::new(message.replace('\0', "\\0"));
     // SAFETY: written once by RedisModule_Init before any of our code runs.
-    let Some(log_fn) = (unsafe { raw::RedisModule_Log }) else {
+    let (Ok(text), Some(log_fn)) = (text, unsafe { raw::RedisModule_Log }) else {
         return;
     };
     // SAFETY: ctx is the server's; "%s" with one NUL-terminated string fits the printf contract.

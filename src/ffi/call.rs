@@ -1,19 +1,19 @@
-//! The server's commands from the module: run (`RedisModule_Call`, replies read back) or sent to
-//! replicas and the AOF (`RedisModule_Replicate`); changes counted for RDB save points.
+//! The server's commands run from the module (`RedisModule_Call`) or replicated by it.
 
 use std::ffi::{CStr, CString};
+use std::ptr::null_mut;
 
 use libc::{c_char, c_int, c_longlong};
-use redis_module::raw::{self, RedisModuleCallReply, RedisModuleCtx, RedisModuleString};
+use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 
 use super::api::{Api, OK};
-use super::ctx::{Arg, Ctx, OwnedString};
+use super::ctx::{Arg, Ctx, OwnedString, Word};
+use super::RawCtx;
 
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
-/// Calls `$command` with `$head`, the pairs of `chunk` and `$tail` for each listed `chunk` size:
-/// the format "v", "sb" per pair, "v" needs the variadic list spelled out per size.
+/// `call` of `$head`, `$chunk`'s pairs and `$tail` ("v", "sb" per pair, "v"), spelled out per size.
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
      $( $size:literal => [$($i:literal)+] ),+) => {
@@ -43,8 +43,7 @@ pub enum Head {
     Numkeys,
 }
 
-/// How values reach the server command: the argument objects (already in SET's encoding), or
-/// fresh copies it may re-encode (integers: the server only converts an object it holds alone).
+/// How values reach the server command: as they are, or fresh copies it may re-encode (integers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Values {
     AsTheyAre,
@@ -59,10 +58,8 @@ pub enum Propagation {
 }
 
 impl<'call> Ctx<'call> {
-    /// Runs the server's own `command [numkeys] key value ... tail...` on `flat` (keys and values
-    /// alternating): MSET, built-in MSETEX, or SET with one pair, storing each value as SET would
-    /// (`int`, shared integers, embedded strings), firing SET's events, signalling each key. False
-    /// if it failed. [`Values::Fresh`]: the server copies the values (`b`, up to 64 pairs a call).
+    /// Runs the server's `command [numkeys] key value ... tail...` on `flat` (MSET, built-in MSETEX
+    /// or SET), which writes, fires events and signals as SET would; false if it failed.
     pub fn call_with_pairs(
         &self,
         command: &CStr,
@@ -76,77 +73,31 @@ impl<'call> Ctx<'call> {
             Propagation::ByModule => "",
             Propagation::ByCommand => "!",
         };
-        let tail: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
-        match values {
-            Values::AsTheyAre => self.call_vector(command, bang, head, flat, tail),
-            Values::Fresh => self.call_fresh(command, bang, head, flat, tail),
-        }
-    }
-
-    fn head(&self, head: Head, pairs: usize) -> Option<Vec<OwnedString>> {
-        match head {
-            Head::Numkeys => Some(vec![self.string_from_i64(pairs as i64)?]),
+        let head = |pairs: usize| match head {
+            Head::Numkeys => self.words(&[Word::Number(pairs as i64)]),
             Head::None => Some(Vec::new()),
+        };
+        let mut tail: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
+        if values == Values::AsTheyAre {
+            let format = CString::new(format!("{bang}v"));
+            let (Some(head), Ok(format)) = (head(flat.len() / 2), format) else {
+                return false;
+            };
+            let mut argv: Vec<_> = head.iter().map(|s| s.ptr).collect();
+            argv.extend(flat.iter().map(|arg| arg.ptr).chain(tail));
+            // SAFETY: argv holds live strings: head's, the call's arguments and tail's.
+            return succeeded(unsafe { self.call_argv(command, &format, &mut argv) });
         }
-    }
-
-    /// One call with the argument objects as they are (`v` format).
-    fn call_vector(
-        &self,
-        command: &CStr,
-        bang: &str,
-        head: Head,
-        flat: &[Arg<'call>],
-        tail: Vec<*mut RedisModuleString>,
-    ) -> bool {
-        let (Some(head), Ok(format)) = (
-            self.head(head, flat.len() / 2),
-            CString::new(format!("{bang}v")),
-        ) else {
-            return false;
-        };
-        let mut argv: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
-        argv.extend(flat.iter().map(|arg| arg.ptr));
-        argv.extend_from_slice(&tail);
-        // SAFETY: "v" (after an optional "!") takes an array of live module strings and its length.
-        let reply = unsafe {
-            (self.api.call)(
-                self.raw,
-                command.as_ptr(),
-                format.as_ptr(),
-                argv.as_mut_ptr(),
-                argv.len(),
-            )
-        };
-        self.reply_is_ok(reply)
-    }
-
-    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`: format fixed per size).
-    fn call_fresh(
-        &self,
-        command: &CStr,
-        bang: &str,
-        head: Head,
-        flat: &[Arg<'call>],
-        mut tail: Vec<*mut RedisModuleString>,
-    ) -> bool {
-        let pairs: Vec<FreshPair> = flat
-            .chunks_exact(2)
-            .filter_map(|pair| match pair {
-                [key, value] => Some((key.ptr, value.bytes.as_ptr().cast(), value.bytes.len())),
-                _ => None,
-            })
-            .collect();
+        // Calls of 64, 32, ... 1 pairs, each with the format fixed for its size.
+        let fresh = |(k, v): (&Arg, &Arg)| (k.ptr, v.bytes.as_ptr().cast(), v.bytes.len());
+        let values = flat.iter().skip(1).step_by(2);
+        let pairs: Vec<FreshPair> = flat.iter().step_by(2).zip(values).map(fresh).collect();
         let mut rest = pairs.as_slice();
         while !rest.is_empty() {
-            let size = [64, 32, 16, 8, 4, 2, 1]
-                .into_iter()
-                .find(|size| *size <= rest.len())
-                .unwrap_or(1);
-            let (chunk, more) = rest.split_at(size.min(rest.len()));
+            let (chunk, more) = rest.split_at(1 << rest.len().min(64).ilog2());
             rest = more;
             let format = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len())));
-            let (Some(head), Ok(format)) = (self.head(head, chunk.len()), format) else {
+            let (Some(head), Ok(format)) = (head(chunk.len()), format) else {
                 return false;
             };
             let mut head_ptrs: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
@@ -164,23 +115,31 @@ impl<'call> Ctx<'call> {
                     2 => [0 1],
                     1 => [0])
             };
-            if !self.reply_is_ok(reply) {
+            if !succeeded(CallReply::new(reply, self.api)) {
                 return false;
             }
         }
         true
     }
 
-    /// Frees a call reply; true when there was one and it is not an error.
-    pub(super) fn reply_is_ok(&self, reply: *mut RedisModuleCallReply) -> bool {
-        if reply.is_null() {
-            return false;
-        }
-        // SAFETY: reply is a live call reply owned by us until freed below.
-        let kind = unsafe { (self.api.call_reply_type)(reply) };
-        // SAFETY: freed exactly once, not used afterwards.
-        unsafe { (self.api.free_call_reply)(reply) };
-        kind != raw::REDISMODULE_REPLY_ERROR as c_int
+    /// Safety: `argv` holds live module strings.
+    unsafe fn call_argv(
+        &self,
+        command: &CStr,
+        format: &CStr,
+        argv: &mut [*mut RedisModuleString],
+    ) -> Option<CallReply> {
+        // SAFETY: "v" (after flags) takes an array of live module strings and its length.
+        let reply = unsafe {
+            (self.api.call)(
+                self.raw,
+                command.as_ptr(),
+                format.as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        };
+        CallReply::new(reply, self.api)
     }
 
     /// Runs a server command as the module (no user: no ACL check) and returns its reply.
@@ -188,135 +147,14 @@ impl<'call> Ctx<'call> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
         let mut ptrs: Vec<*mut RedisModuleString> = strings.iter().map(|s| s.ptr).collect();
-        // SAFETY: "v" matches an array of live module strings and its length; the reply is ours.
-        let reply = unsafe {
-            (self.api.call)(
-                self.raw,
-                command.as_ptr(),
-                c"v".as_ptr(),
-                ptrs.as_mut_ptr(),
-                ptrs.len(),
-            )
-        };
-        if reply.is_null() {
-            return None;
-        }
-        // SAFETY: reply is live until freed just below.
-        let value = unsafe { call_value(self.api, reply, 0) };
-        // SAFETY: freed exactly once, not used afterwards.
-        unsafe { (self.api.free_call_reply)(reply) };
-        Some(value)
+        // SAFETY: ptrs holds live module strings.
+        let reply = unsafe { self.call_argv(command, c"v", &mut ptrs) }?;
+        // SAFETY: reply is live until dropped, after this.
+        Some(unsafe { call_value(self.api, reply.ptr, 0) })
     }
-}
 
-/// A reply of [`Ctx::call`], copied out of the server's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallValue {
-    Text(Vec<u8>),
-    Integer(i64),
-    Array(Vec<CallValue>),
-    Error(String),
-    Nil,
-}
-
-/// Copies a call reply (arrays at most 8 deep, as the replies the module reads are).
-///
-/// # Safety
-/// `reply` is a live call reply.
-pub(super) unsafe fn call_value(
-    api: &Api,
-    reply: *mut RedisModuleCallReply,
-    depth: usize,
-) -> CallValue {
-    // SAFETY: reply is live (the caller's contract).
-    let kind = unsafe { (api.call_reply_type)(reply) };
-    let text = || {
-        // SAFETY: as above.
-        let text = unsafe { reply_text(api, reply) };
-        text.unwrap_or_default()
-    };
-    match kind as isize {
-        raw::REDISMODULE_REPLY_STRING => CallValue::Text(text().into_bytes()),
-        raw::REDISMODULE_REPLY_ERROR => CallValue::Error(text()),
-        raw::REDISMODULE_REPLY_INTEGER => {
-            // SAFETY: as above, an integer reply.
-            let n = unsafe { (api.call_reply_integer)(reply) };
-            CallValue::Integer(n)
-        }
-        raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
-            // SAFETY: as above; the elements belong to the reply.
-            let len = unsafe { (api.call_reply_length)(reply) };
-            let items = (0..len)
-                .map(|i| {
-                    // SAFETY: i < len; the element is live while reply is.
-                    let item = unsafe { (api.call_reply_array_element)(reply, i) };
-                    if item.is_null() {
-                        CallValue::Nil
-                    } else {
-                        // SAFETY: item is live.
-                        unsafe { call_value(api, item, depth + 1) }
-                    }
-                })
-                .collect();
-            CallValue::Array(items)
-        }
-        _ => CallValue::Nil,
-    }
-}
-
-/// `CONFIG GET name` through the server: the value, if it has one.
-pub(super) fn config_get(ctx: *mut RedisModuleCtx, api: &Api, name: &CStr) -> Option<String> {
-    // SAFETY: format "cc" matches two C strings; ctx is a live context.
-    let reply = unsafe {
-        (api.call)(
-            ctx,
-            c"CONFIG".as_ptr(),
-            c"cc".as_ptr(),
-            c"GET".as_ptr(),
-            name.as_ptr(),
-        )
-    };
-    if reply.is_null() {
-        return None;
-    }
-    // The reply is [name, value] (a map of one entry in RESP3).
-    // SAFETY: reply is live until freed below; elements belong to it.
-    let value = unsafe {
-        let value = if (api.call_reply_length)(reply) >= 2 {
-            (api.call_reply_array_element)(reply, 1)
-        } else {
-            std::ptr::null_mut()
-        };
-        reply_text(api, value)
-    };
-    // SAFETY: freed exactly once, not used afterwards.
-    unsafe { (api.free_call_reply)(reply) };
-    value
-}
-
-/// The text of a string call reply, copied.
-///
-/// # Safety
-/// `reply` is NULL or a live call reply.
-pub(super) unsafe fn reply_text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<String> {
-    if reply.is_null() {
-        return None;
-    }
-    let mut len = 0usize;
-    // SAFETY: reply is live (caller's contract) and owns the pointer, which outlives this copy.
-    let ptr: *const c_char = unsafe { (api.call_reply_string_ptr)(reply, &mut len) };
-    if ptr.is_null() {
-        return None;
-    }
-    // SAFETY: ptr points at len readable bytes owned by the reply.
-    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-    Some(String::from_utf8_lossy(bytes).into_owned())
-}
-
-impl<'call> Ctx<'call> {
-    /// Queues `command key value <tail...>` for replicas and the AOF (several per call:
-    /// MULTI/EXEC); `tail` (`PXAT ms`, `KEEPTTL` or nothing) is at most two strings, passed without
-    /// allocating.
+    /// Queues `command key value tail...` for replicas and the AOF (several a call: MULTI/EXEC);
+    /// `tail` is at most two strings (`PXAT ms`, `KEEPTTL`), passed without allocating.
     pub fn replicate_pair(
         &self,
         command: &CStr,
@@ -324,14 +162,10 @@ impl<'call> Ctx<'call> {
         value: Arg<'call>,
         tail: &[OwnedString],
     ) -> bool {
-        let mut ptrs = [std::ptr::null_mut::<RedisModuleString>(); 2];
-        if tail.len() > ptrs.len() {
+        if tail.len() > 2 {
             return false; // never cut a command short on the wire
         }
-        for (slot, string) in ptrs.iter_mut().zip(tail) {
-            *slot = string.ptr;
-        }
-        let len = tail.len();
+        let mut ptrs: [_; 2] = std::array::from_fn(|i| tail.get(i).map_or(null_mut(), |s| s.ptr));
         // SAFETY: "ssv": two live strings, an array of them and its length; the server refs them.
         let status = unsafe {
             (self.api.replicate)(
@@ -341,7 +175,7 @@ impl<'call> Ctx<'call> {
                 key.ptr,
                 value.ptr,
                 ptrs.as_mut_ptr(),
-                len,
+                tail.len(),
             )
         };
         status == OK
@@ -355,11 +189,11 @@ impl<'call> Ctx<'call> {
         pairs: &[Arg<'call>],
         tail: &[OwnedString],
     ) -> bool {
-        let mut argv: Vec<*mut RedisModuleString> =
-            Vec::with_capacity(head.len() + pairs.len() + tail.len());
-        argv.extend(head.iter().map(|s| s.ptr));
-        argv.extend(pairs.iter().map(|a| a.ptr));
-        argv.extend(tail.iter().map(|s| s.ptr));
+        let heads = head.iter().map(|s| s.ptr);
+        let mut argv: Vec<*mut RedisModuleString> = heads
+            .chain(pairs.iter().map(|a| a.ptr))
+            .chain(tail.iter().map(|s| s.ptr))
+            .collect();
         // SAFETY: "v": an array of live module strings and its length; the server refs them.
         let status = unsafe {
             (self.api.replicate)(
@@ -373,19 +207,117 @@ impl<'call> Ctx<'call> {
         status == OK
     }
 
-    /// Counts a change for RDB saves (`server.dirty`) via `RedisModule_ReplicateVerbatim` where
-    /// nothing receives it (no listener, or a call without replication), so the server drops it.
+    /// Counts a change for RDB saves (`server.dirty`) where the server drops what is replicated.
     pub fn count_change(&self) {
         // SAFETY: ctx is the live command context. Always returns OK.
         unsafe { (self.api.replicate_verbatim)(self.raw) };
     }
 
-    /// Runs the module's own command `counter` with argument `n`, without replication (the server
-    /// drops what it queues): how changes are counted for RDB save points whoever listens.
+    /// Runs the module's `counter` command with `n`, unreplicated: changes counted for RDB saves.
     pub fn call_without_replication(&self, counter: &CStr, n: usize) -> bool {
         // SAFETY: format "l" matches one long long; counter is a C string.
         let reply =
             unsafe { (self.api.call)(self.raw, counter.as_ptr(), c"l".as_ptr(), n as c_longlong) };
-        self.reply_is_ok(reply)
+        succeeded(CallReply::new(reply, self.api))
     }
+}
+
+/// A call reply of ours, freed on drop.
+pub(super) struct CallReply {
+    ptr: *mut RedisModuleCallReply,
+    api: &'static Api,
+}
+
+impl CallReply {
+    /// `None` for NULL: the call did not run (see errno).
+    pub(super) fn new(ptr: *mut RedisModuleCallReply, api: &'static Api) -> Option<CallReply> {
+        (!ptr.is_null()).then(|| CallReply { ptr, api })
+    }
+}
+
+impl Drop for CallReply {
+    fn drop(&mut self) {
+        // SAFETY: a live reply of ours, freed exactly once, not used afterwards.
+        unsafe { (self.api.free_call_reply)(self.ptr) };
+    }
+}
+
+/// Frees a call reply; true if there was one and not an error.
+fn succeeded(reply: Option<CallReply>) -> bool {
+    reply.is_some_and(|reply| {
+        // SAFETY: reply is live until dropped, after this.
+        let kind = unsafe { (reply.api.call_reply_type)(reply.ptr) };
+        kind != raw::REDISMODULE_REPLY_ERROR as c_int
+    })
+}
+
+/// A reply of [`Ctx::call`], copied out of the server's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallValue {
+    Text(Vec<u8>),
+    Integer(i64),
+    Array(Vec<CallValue>),
+    Error(String),
+    Nil,
+}
+
+/// Copies a live call reply (arrays at most 8 deep, as the replies the module reads are).
+unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) -> CallValue {
+    // SAFETY: reply is live (the caller's contract), and so are its elements (or NULL) while it is.
+    unsafe {
+        let text = || reply_text(api, reply).unwrap_or_default();
+        match (api.call_reply_type)(reply) as isize {
+            raw::REDISMODULE_REPLY_STRING => CallValue::Text(text().into_bytes()),
+            raw::REDISMODULE_REPLY_ERROR => CallValue::Error(text()),
+            raw::REDISMODULE_REPLY_INTEGER => CallValue::Integer((api.call_reply_integer)(reply)),
+            raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
+                let items = (0..(api.call_reply_length)(reply)).map(|i| {
+                    let item = (api.call_reply_array_element)(reply, i);
+                    (!item.is_null()).then(|| call_value(api, item, depth + 1))
+                });
+                CallValue::Array(items.map(|item| item.unwrap_or(CallValue::Nil)).collect())
+            }
+            _ => CallValue::Nil,
+        }
+    }
+}
+
+/// `CONFIG GET name` through the server: the value, if it has one.
+pub(super) fn config_get(ctx: *mut RawCtx, api: &'static Api, name: &CStr) -> Option<String> {
+    let (config, get) = (c"CONFIG".as_ptr(), c"GET".as_ptr());
+    // SAFETY: format "cc" matches two C strings; ctx is a live context.
+    let reply = unsafe { (api.call)(ctx, config, c"cc".as_ptr(), get, name.as_ptr()) };
+    let reply = CallReply::new(reply, api)?;
+    // The reply is [name, value] (a map of one entry in RESP3).
+    // SAFETY: reply is live until dropped, after this; elements (or NULL) belong to it.
+    unsafe {
+        let pair = (api.call_reply_length)(reply.ptr) >= 2;
+        let value = pair.then(|| (api.call_reply_array_element)(reply.ptr, 1))?;
+        reply_text(api, value)
+    }
+}
+
+/// The text of a string call reply (NULL or live), copied.
+unsafe fn reply_text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<String> {
+    if reply.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    // SAFETY: reply is live (the caller's contract); its string pointer has len bytes it owns.
+    let bytes = unsafe {
+        let ptr = (api.call_reply_string_ptr)(reply, &mut len);
+        (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+    };
+    Some(String::from_utf8_lossy(bytes?).into_owned())
+}
+
+pub(super) fn clear_errno() {
+    // SAFETY: errno is this thread's; writing it has no other effect.
+    unsafe { *libc::__errno_location() = 0 };
+}
+
+pub(super) fn errno() -> Option<i32> {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .filter(|n| *n != 0)
 }

@@ -1,14 +1,17 @@
-//! One command call: context, arguments, reply, flags, keyspace signals and events, strings.
+//! One command call: context, arguments, reply, flags, keys, keyspace signals and events, strings.
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
+use std::ptr::null_mut;
 
 use libc::c_int;
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
+use super::acl::Caller;
 use super::api::{log, Api, LogLevel, API};
+use super::key::{Key, Touch};
 
-/// A "where are the keys" call (flag `getkeys-api`): collects positions.
+/// A "where are the keys" call (flag `getkeys-api`).
 pub struct KeyPositions {
     pub(super) raw: *mut RedisModuleCtx,
     pub(super) api: &'static Api,
@@ -64,10 +67,23 @@ impl<'call> Arg<'call> {
     pub fn bytes(&self) -> &'call [u8] {
         self.bytes
     }
+
+    /// A view of the live string `ptr`; the caller ties `'call` to the string's life.
+    pub(super) fn of(api: &Api, ptr: *mut RedisModuleString) -> Arg<'call> {
+        let mut len = 0usize;
+        // SAFETY: ptr is a live string; the pointer StringPtrLen gives stays valid while it does.
+        let data = unsafe { (api.string_ptr_len)(ptr, &mut len) };
+        let bytes = if data.is_null() || len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: data points at len readable bytes owned by the string.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+        };
+        Arg { ptr, bytes }
+    }
 }
 
-/// Keyspace event classes we fire (`notify-keyspace-events`): `$` string commands (`set`), `g`
-/// generic ones (`expire`, `del`), `o` a value replaced (`overwritten`, Redis 8.2+).
+/// Keyspace event classes (`notify-keyspace-events` `$`, `g`, and `o`: Redis 8.2+'s `overwritten`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventClass {
     String,
@@ -75,16 +91,15 @@ pub enum EventClass {
     Overwritten,
 }
 
-/// The server state a call depends on, read once per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextFlags {
-    /// The AOF is on (or being turned on).
+    /// On, or being turned on.
     pub aof: bool,
     pub replicated: bool,
-    /// The server is loading (the AOF replays this call).
+    /// The AOF replays this call.
     pub loading: bool,
     pub replica: bool,
-    /// A child (RDB or AOF rewrite) runs: key lookups do not touch keys meanwhile.
+    /// An RDB or AOF rewrite child runs: key lookups do not touch keys meanwhile.
     pub active_child: bool,
 }
 
@@ -98,10 +113,7 @@ impl<'call> Ctx<'call> {
         })
     }
 
-    /// The arguments of a command call.
-    ///
-    /// # Safety
-    /// `argv` is NULL or holds `argc` live strings that outlive the call (the server's argv).
+    /// Safety: `argv` is NULL or holds `argc` live strings that outlive the call (the server's).
     pub(super) unsafe fn args(
         &self,
         argv: *mut *mut RedisModuleString,
@@ -113,12 +125,18 @@ impl<'call> Ctx<'call> {
         }
         // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
         let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
-        raw_args.iter().map(|&ptr| self.arg(ptr)).collect()
+        raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 
-    /// An argument of this call (the server holds argv until the call returns).
-    pub(super) fn arg(&self, ptr: *mut RedisModuleString) -> Arg<'call> {
-        arg_of(self.api, ptr)
+    pub(super) fn reply(&self, reply: Reply) -> c_int {
+        // SAFETY: ctx is the live command context; the server copies the NUL-terminated texts.
+        unsafe {
+            match reply {
+                Reply::Ok => (self.api.reply_with_simple_string)(self.raw, c"OK".as_ptr()),
+                Reply::Integer(n) => (self.api.reply_with_long_long)(self.raw, n),
+                Reply::Error(text) => (self.api.reply_with_error)(self.raw, text.as_ptr()),
+            }
+        }
     }
 
     /// The server's clock in unix milliseconds.
@@ -127,13 +145,9 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.milliseconds)() }
     }
 
-    pub(super) fn flags_raw(&self) -> c_int {
-        // SAFETY: ctx is the live command context; the call only reads state.
-        unsafe { (self.api.get_context_flags)(self.raw) }
-    }
-
     pub fn flags(&self) -> ContextFlags {
-        let flags = self.flags_raw();
+        // SAFETY: ctx is the live command context; the call only reads state.
+        let flags = unsafe { (self.api.get_context_flags)(self.raw) };
         let has = |flag: u32| flags & flag as c_int != 0;
         ContextFlags {
             aof: has(raw::REDISMODULE_CTX_FLAGS_AOF),
@@ -145,13 +159,33 @@ impl<'call> Ctx<'call> {
         }
     }
 
+    pub fn caller(&'call self) -> Caller<'call> {
+        Caller::of(self)
+    }
+
+    /// Opens `key` for writing as a write command does (no hit/miss stats, expired keys removed).
+    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
+        let write = raw::REDISMODULE_READ | raw::REDISMODULE_WRITE;
+        match touch {
+            Touch::Yes => Key::open(self, key, write),
+            Touch::No => Key::open(self, key, write | raw::REDISMODULE_OPEN_KEY_NOTOUCH),
+        }
+    }
+
+    /// Opens `key` to look at it unseen (no access, hit, miss or `keymiss`); `None` if missing.
+    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
+        let quiet = raw::REDISMODULE_OPEN_KEY_NOTOUCH
+            | raw::REDISMODULE_OPEN_KEY_NOSTATS
+            | raw::REDISMODULE_OPEN_KEY_NONOTIFY;
+        Key::open(self, key, raw::REDISMODULE_READ | quiet)
+    }
+
     /// Tells WATCH and client-side caching that `key` changed (see [`super::set_module_options`]).
     pub fn signal_modified(&self, key: Arg<'call>) {
         // SAFETY: ctx and key are live for the call; always returns OK.
         unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
     }
 
-    /// Fires a keyspace notification for `key`, as the server's commands do.
     pub fn notify(&self, class: EventClass, event: &CStr, key: Arg<'call>) {
         let class = match class {
             EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
@@ -162,31 +196,23 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
     }
 
-    /// A new string owned by the module (not by the call), freed on drop.
+    /// A string owned by the module (not by the call).
     pub fn string(&self, bytes: &[u8]) -> Option<OwnedString> {
-        // SAFETY: bytes is a valid slice; a NULL ctx makes the string ours to free.
-        let ptr = unsafe {
-            (self.api.create_string)(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len())
-        };
-        OwnedString::new(ptr, self.api)
+        OwnedString::from_bytes(self.api, bytes)
     }
 
-    /// Protocol words as strings the server takes; `None` if one could not be made.
     pub fn words(&self, words: &[Word]) -> Option<Vec<OwnedString>> {
         words
             .iter()
             .map(|word| match *word {
                 Word::Text(text) => self.string(text),
-                Word::Number(n) => self.string_from_i64(n),
+                Word::Number(n) => {
+                    // SAFETY: a NULL ctx makes the string ours to free.
+                    let ptr = unsafe { (self.api.create_string_from_long_long)(null_mut(), n) };
+                    OwnedString::new(ptr, self.api)
+                }
             })
             .collect()
-    }
-
-    /// A new string holding the decimal form of `n`, freed on drop.
-    pub fn string_from_i64(&self, n: i64) -> Option<OwnedString> {
-        // SAFETY: a NULL ctx makes the string ours to free.
-        let ptr = unsafe { (self.api.create_string_from_long_long)(std::ptr::null_mut(), n) };
-        OwnedString::new(ptr, self.api)
     }
 
     pub fn log_warning(&self, message: &str) {
@@ -194,7 +220,7 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// One protocol word the module sends: a keyword or a number.
+/// One protocol word the module sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Word {
     Text(&'static [u8]),
@@ -213,30 +239,21 @@ impl OwnedString {
         (!ptr.is_null()).then(|| OwnedString { ptr, api })
     }
 
-    /// The string as an argument, for as long as it lives.
+    /// A copy of `bytes`: ours to free, or to hand over (then forgotten).
+    pub(super) fn from_bytes(api: &'static Api, bytes: &[u8]) -> Option<OwnedString> {
+        // SAFETY: bytes is a valid slice; a NULL ctx makes the string ours to free.
+        let ptr = unsafe { (api.create_string)(null_mut(), bytes.as_ptr().cast(), bytes.len()) };
+        OwnedString::new(ptr, api)
+    }
+
     pub fn arg(&self) -> Arg<'_> {
-        arg_of(self.api, self.ptr)
+        Arg::of(self.api, self.ptr)
     }
 }
 
 impl Drop for OwnedString {
     fn drop(&mut self) {
         // SAFETY: created with a NULL ctx (or handed over to free): ours to release, exactly once.
-        unsafe { (self.api.free_string)(std::ptr::null_mut(), self.ptr) };
+        unsafe { (self.api.free_string)(null_mut(), self.ptr) };
     }
-}
-
-/// A view of a live string: its bytes stay valid while it does, unchanged.
-fn arg_of<'a>(api: &Api, ptr: *mut RedisModuleString) -> Arg<'a> {
-    let mut len = 0usize;
-    // SAFETY: ptr is a live string; StringPtrLen only reads it, and its pointer stays valid while
-    // the string does (the caller ties 'a to that).
-    let data = unsafe { (api.string_ptr_len)(ptr, &mut len) };
-    let bytes = if data.is_null() || len == 0 {
-        &[][..]
-    } else {
-        // SAFETY: data points at len readable bytes owned by the string.
-        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-    };
-    Arg { ptr, bytes }
 }

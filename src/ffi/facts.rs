@@ -1,46 +1,39 @@
-//! What the server says about itself at load: INFO fields, numeric configs, cluster mode, which
-//! commands answer under their names.
+//! What the server says about itself at load: INFO, configs, cluster mode, commands' names.
 
 use std::ffi::{CStr, CString};
 
 use libc::c_int;
-use redis_module::raw::{self, RedisModuleCtx};
+use redis_module::raw;
 
 use super::api::{API, OK};
-use super::call::{config_get, CallValue};
+use super::call::{config_get, errno, CallReply, CallValue};
 use super::ctx::Ctx;
+use super::RawCtx;
 
 /// Reads `fields` of the INFO section `section`; missing fields are left out.
 pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'static str, String)> {
-    let Some(api) = API.get() else {
-        return Vec::new();
-    };
+    let Some(api) = API.get() else { return vec![] };
     // SAFETY: a NULL ctx makes the data ours to free; section is NUL-terminated.
     let data = unsafe { (api.get_server_info)(std::ptr::null_mut(), section.as_ptr()) };
     if data.is_null() {
-        return Vec::new();
+        return vec![];
     }
-    let found = fields
-        .iter()
-        .filter_map(|field| {
-            let name = CString::new(*field).ok()?;
-            // SAFETY: data is live until freed below; its returned C string is copied before that.
-            let value = unsafe { (api.server_info_get_field_c)(data, name.as_ptr()) };
-            (!value.is_null()).then(|| {
-                // SAFETY: non-null, NUL-terminated, owned by data (still live).
-                let value = unsafe { CStr::from_ptr(value) };
-                (*field, value.to_string_lossy().into_owned())
-            })
-        })
-        .collect();
+    let found = fields.iter().filter_map(|field| {
+        let name = CString::new(*field).ok()?;
+        // SAFETY: data is live until freed below; its returned C string is copied before that.
+        let value = unsafe { (api.server_info_get_field_c)(data, name.as_ptr()) };
+        // SAFETY: non-null, NUL-terminated, owned by data (still live).
+        let value = (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) })?;
+        Some((*field, value.to_string_lossy().into_owned()))
+    });
+    let found = found.collect();
     // SAFETY: data came from GetServerInfo with a NULL ctx and is freed once.
     unsafe { (api.free_server_info)(std::ptr::null_mut(), data) };
     found
 }
 
-/// A numeric config at load: read directly where the server can (Redis 8.6.3), else by `CONFIG
-/// GET`; None when neither works (CONFIG renamed away).
-pub fn config_number(ctx: *mut RedisModuleCtx, name: &CStr) -> Option<i64> {
+/// A numeric config, read directly where the server can, else by `CONFIG GET` (may be renamed).
+pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
     let api = API.get()?;
     if let Some(get_numeric) = api.config_get_numeric {
         let mut value: libc::c_longlong = 0;
@@ -52,51 +45,37 @@ pub fn config_number(ctx: *mut RedisModuleCtx, name: &CStr) -> Option<i64> {
     config_get(ctx, api, name).and_then(|value| value.trim().parse().ok())
 }
 
-/// True when the context flags say the server runs in cluster mode.
-pub fn cluster_enabled(ctx: *mut RedisModuleCtx) -> bool {
-    let Some(api) = API.get() else {
-        return false;
-    };
-    // SAFETY: ctx is the load context; the call only reads flags.
-    let flags = unsafe { (api.get_context_flags)(ctx) };
-    flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
+pub fn cluster_enabled(ctx: *mut RawCtx) -> bool {
+    API.get().is_some_and(|api| {
+        // SAFETY: ctx is the load context; the call only reads flags.
+        let flags = unsafe { (api.get_context_flags)(ctx) };
+        flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
+    })
 }
 
-/// Whether the server runs `name` under that name (not renamed away): a bare `RedisModule_Call`
-/// fails with EINVAL (arity) before running it if it is there; ENOENT or other: not there.
-pub fn command_callable(ctx: *mut RedisModuleCtx, name: &CStr) -> bool {
-    let Some(api) = API.get() else {
-        return false;
-    };
-    // SAFETY: an empty format passes no arguments; ctx is the load context.
-    let reply = unsafe { (api.call)(ctx, name.as_ptr(), c"".as_ptr()) };
-    if !reply.is_null() {
-        // A command that takes no arguments ran: it is there.
-        // SAFETY: freed exactly once, not used afterwards.
-        unsafe { (api.free_call_reply)(reply) };
-        return true;
-    }
-    std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+/// Whether `name` answers (not renamed away): a bare `RedisModule_Call` runs it or fails EINVAL.
+pub fn command_callable(ctx: *mut RawCtx, name: &CStr) -> bool {
+    API.get().is_some_and(|api| {
+        // SAFETY: an empty format passes no arguments; ctx is the load context.
+        let reply = unsafe { (api.call)(ctx, name.as_ptr(), c"".as_ptr()) };
+        CallReply::new(reply, api).is_some() || errno() == Some(libc::EINVAL)
+    })
 }
 
-/// Whether `name` is a server command's original name, renamed or not (only `ACL CAT` lists those):
-/// `RedisModule_CreateCommand` under one crashes the server. `None` where ACL CAT can't be read.
-pub fn original_command_name(ctx: *mut RedisModuleCtx, name: &str) -> Option<bool> {
+/// Whether `name` is a server command's original name, renamed or not; `None` if `ACL CAT` fails.
+pub fn original_command_name(ctx: *mut RawCtx, name: &str) -> Option<bool> {
     let ctx = Ctx::of(ctx)?;
-    let CallValue::Array(categories) = ctx.call(c"ACL", &[b"CAT"])? else {
-        return None;
+    let acl_cat = |args: &[&[u8]]| match ctx.call(c"ACL", args)? {
+        CallValue::Array(items) => Some(items),
+        _ => None,
     };
-    for category in categories {
+    let name = name.as_bytes();
+    let is_name = |c: &CallValue| matches!(c, CallValue::Text(c) if c.eq_ignore_ascii_case(name));
+    for category in acl_cat(&[b"CAT"])? {
         let CallValue::Text(category) = category else {
             return None;
         };
-        let CallValue::Array(commands) = ctx.call(c"ACL", &[b"CAT", &category])? else {
-            return None;
-        };
-        let listed = commands.iter().any(|command| {
-            matches!(command, CallValue::Text(command) if command.eq_ignore_ascii_case(name.as_bytes()))
-        });
-        if listed {
+        if acl_cat(&[b"CAT", &category])?.iter().any(is_name) {
             return Some(true);
         }
     }

@@ -9,7 +9,6 @@ use super::api::{Api, OK};
 use super::ctx::{Arg, Ctx};
 use super::sds;
 
-/// What an open key holds: nothing, a string of this length, or another type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contents {
     Nothing,
@@ -24,61 +23,37 @@ pub enum Touch {
     No,
 }
 
-impl<'call> Ctx<'call> {
-    /// Opens `key` for writing as a write command does (no hit/miss stats, expired keys removed).
-    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
-        let mut mode = raw::REDISMODULE_READ as c_int | raw::REDISMODULE_WRITE as c_int;
-        if touch == Touch::No {
-            mode |= raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int;
-        }
-        // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
-        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
-        (!handle.is_null()).then(|| Key {
-            raw: handle,
-            api: self.api,
-            buffer: None,
-            _ctx: PhantomData,
-        })
-    }
-
-    /// Opens `key` only to look at it, with no effect a client could see (no access counted, no
-    /// keyspace hit or miss, no `keymiss` event); `None` if missing. Closing it signals nothing.
-    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
-        let mode = raw::REDISMODULE_READ as c_int
-            | raw::REDISMODULE_OPEN_KEY_NOTOUCH as c_int
-            | raw::REDISMODULE_OPEN_KEY_NOSTATS as c_int
-            | raw::REDISMODULE_OPEN_KEY_NONOTIFY as c_int;
-        // SAFETY: ctx and key are live for this call; closed by Key::drop.
-        let handle = unsafe { (self.api.open_key)(self.raw, key.ptr, mode) };
-        (!handle.is_null()).then(|| Key {
-            raw: handle,
-            api: self.api,
-            buffer: None,
-            _ctx: PhantomData,
-        })
-    }
-}
-
 /// A key opened for writing, closed on drop, silently (writers call [`Ctx::signal_modified`]).
 pub struct Key<'ctx> {
-    pub(super) raw: *mut RedisModuleKey,
-    pub(super) api: &'static Api,
-    /// The private string buffer [`OpenKey::allocation`] got (`RedisModule_StringDMA`) and its
-    /// length, for [`OpenKey::overwrite`]: valid while the key stays open and its value unchanged
-    /// (nothing else writes the value meanwhile).
+    raw: *mut RedisModuleKey,
+    api: &'static Api,
+    /// What [`OpenKey::allocation`] got by DMA, for `overwrite`: valid while open, value unchanged.
     buffer: Option<(*mut u8, usize)>,
-    pub(super) _ctx: PhantomData<&'ctx ()>,
+    _ctx: PhantomData<&'ctx ()>,
 }
 
-impl Key<'_> {
-    /// True when the key does not exist (or has logically expired).
-    pub fn is_empty(&self) -> bool {
-        // SAFETY: raw is an open key handle.
-        unsafe { (self.api.key_type)(self.raw) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int }
+impl<'c> Key<'c> {
+    pub(super) fn open(ctx: &Ctx<'c>, key: Arg<'c>, mode: u32) -> Option<Key<'c>> {
+        // SAFETY: ctx and key are live for this call; the handle is closed by Key::drop.
+        let raw = unsafe { (ctx.api.open_key)(ctx.raw, key.ptr, mode as c_int) };
+        (!raw.is_null()).then(|| Key {
+            raw,
+            api: ctx.api,
+            buffer: None,
+            _ctx: PhantomData,
+        })
+    }
+
+    fn dma(&self) -> (*mut u8, usize) {
+        let mut len = 0usize;
+        // SAFETY: raw is an open key; DMA in write mode first makes the value a private raw string.
+        let dst =
+            unsafe { (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int) };
+        (dst.cast::<u8>(), len)
     }
 }
 
-/// An open key as `crate::write` uses it: [`Key`], or the unit tests' store (`A`: an argument).
+/// An open key as `crate::write` uses it: [`Key`], or the unit tests' store.
 pub trait OpenKey<A> {
     /// What the key holds, with one type lookup.
     fn contents(&self) -> Contents;
@@ -119,37 +94,22 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
 
     /// From the sds header ([`sds`]); making the value private may copy it, which no client sees.
     fn allocation(&mut self, len: usize) -> Option<sds::Allocation> {
-        let mut found = 0usize;
-        // SAFETY: raw is an open key; DMA in write mode first makes the value a private raw string.
-        let dst =
-            unsafe { (self.api.string_dma)(self.raw, &mut found, raw::REDISMODULE_WRITE as c_int) };
+        let (dst, found) = self.dma();
         if dst.is_null() || found != len || len == 0 {
             return None;
         }
-        self.buffer = Some((dst.cast::<u8>(), len));
+        self.buffer = Some((dst, len));
         // SAFETY: dst is the DMA buffer of this live string value, len bytes.
         Some(unsafe { sds::allocation(dst, len) })
     }
 
-    /// Keeps the key's dict and TTL entries; false (nothing written) unless the lengths are equal.
-    /// Writes into the buffer [`OpenKey::allocation`] got, or gets it.
+    /// Keeps the key's dict and TTL entries; writes into the buffer `allocation` got, or gets it.
     fn overwrite(&mut self, bytes: &[u8]) -> bool {
-        let (dst, len) = match self.buffer.take() {
-            Some(buffer) => buffer,
-            None => {
-                let mut len = 0usize;
-                // SAFETY: raw is an open key; DMA in write mode makes the value private.
-                let dst = unsafe {
-                    (self.api.string_dma)(self.raw, &mut len, raw::REDISMODULE_WRITE as c_int)
-                };
-                (dst.cast::<u8>(), len)
-            }
-        };
+        let (dst, len) = self.buffer.take().unwrap_or_else(|| self.dma());
         if dst.is_null() || len != bytes.len() || len == 0 {
             return false;
         }
-        // SAFETY: dst has len writable private bytes (the value is unchanged since DMA gave it),
-        // bytes as many; copy (memmove) allows overlap.
+        // SAFETY: dst has len private writable bytes (value unchanged since DMA), bytes as many.
         unsafe { std::ptr::copy(bytes.as_ptr(), dst, len) };
         true
     }
@@ -162,10 +122,8 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
 
     fn expire_in(&mut self, ms: i64) -> Option<i64> {
         // SAFETY: raw is an open write handle on an existing key.
-        if unsafe { (self.api.set_expire)(self.raw, ms) } != OK {
-            return None;
-        }
-        self.deadline()
+        let set = unsafe { (self.api.set_expire)(self.raw, ms) } == OK;
+        set.then(|| self.deadline()).flatten()
     }
 
     fn expire_at(&mut self, deadline_ms: i64) -> bool {
@@ -180,7 +138,8 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
 
     fn deadline(&self) -> Option<i64> {
         // Redis 8.6 reads the value unchecked: asking about a missing key crashes the server.
-        if self.is_empty() {
+        // SAFETY: raw is an open key handle.
+        if unsafe { (self.api.key_type)(self.raw) } == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
             return None;
         }
         // SAFETY: raw is an open key handle on an existing key.

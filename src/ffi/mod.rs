@@ -1,6 +1,4 @@
-//! The only module with `unsafe`: safe wrappers over the module API, mechanism only (importing
-//! nothing from the crate but `crate::docs` data). `api.rs` is the function table every other
-//! file here uses.
+//! The only module with `unsafe`: safe wrappers over the module API, importing only `crate::docs`.
 
 mod acl;
 mod api;

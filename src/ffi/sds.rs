@@ -1,10 +1,6 @@
-//! A string value's allocation, which the module API does not give, read from the sds header
-//! before the `RedisModule_StringDMA` buffer: an in-place write keeps the old allocation (up to
-//! twice the length after APPEND) where SET makes an exact one. Every supported server (Redis 3.2
-//! to 8.x, Valkey) uses sds; only types 5, 8 and 16 (values below 64 KiB) are read, and only when
-//! the header's length matches: else `Unknown`, and the server's own MSET writes the key.
-
-use libc::c_char;
+//! A string value's allocation, read from the sds header before the `RedisModule_StringDMA` buffer:
+//! every supported server (Redis 3.2 to 8.x, Valkey) uses sds; only types 5, 8 and 16 (values
+//! below 64 KiB) are read, only when the header's length matches (else `Unknown`).
 
 /// What an sds header says about its allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,11 +14,9 @@ pub enum Allocation {
 }
 
 /// Reads the sds header before `buf`, a string of `len` bytes.
-///
 /// # Safety
 /// `buf` is the live `RedisModule_StringDMA` buffer of a `len`-byte value (key open, unchanged).
-pub unsafe fn allocation(buf: *const c_char, len: usize) -> Allocation {
-    let buf = buf.cast::<u8>();
+pub unsafe fn allocation(buf: *const u8, len: usize) -> Allocation {
     // SAFETY: every sds header ends with a flags byte just before buf, and buf is an sds (caller).
     let flags = unsafe { *buf.sub(1) };
     match flags & 7 {
@@ -37,13 +31,8 @@ pub unsafe fn allocation(buf: *const c_char, len: usize) -> Allocation {
         // SDS_TYPE_16: { u16 len; u16 alloc; u8 flags }, packed.
         2 => {
             // SAFETY: a type-16 header is 5 bytes, all before buf; packed, hence unaligned reads.
-            let (stored_len, alloc) = unsafe {
-                (
-                    buf.sub(5).cast::<u16>().read_unaligned(),
-                    buf.sub(3).cast::<u16>().read_unaligned(),
-                )
-            };
-            checked(usize::from(stored_len), usize::from(alloc), 5, len)
+            let read = |back: usize| unsafe { buf.sub(back).cast::<u16>().read_unaligned() };
+            checked(usize::from(read(5)), usize::from(read(3)), 5, len)
         }
         _ => Allocation::Unknown,
     }

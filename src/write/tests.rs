@@ -249,9 +249,6 @@ impl<'s> Keyspace for &'s Store {
         }
         true
     }
-    fn now_ms(&self) -> i64 {
-        NOW
-    }
 }
 
 /// What reached the replication: (key, by, expiry).
@@ -294,7 +291,7 @@ fn write<'s>(
     let pairs: Vec<&[u8]> = pairs.iter().map(|a| a.as_bytes()).collect();
     let mut deadline = Deadline::new(expiry);
     let mut recorder = Recorder::default();
-    let batching = Batching::choose(profile, expiry, NOW);
+    let batching = Batching::choose(profile, &mut deadline, NOW);
     let written = write_all(
         &store,
         profile,
@@ -783,7 +780,7 @@ fn run<'s>(
 ) -> Result<usize, Abort> {
     let mut wire = Wire::new(Recording(sent), replication, pairs, false);
     let mut deadline = Deadline::new(expiry);
-    let batching = Batching::choose(profile, expiry, NOW);
+    let batching = Batching::choose(profile, &mut deadline, NOW);
     let written = write_all(
         &store,
         profile,

@@ -1,13 +1,6 @@
-//! ACL: how each server decides whether a user may run MSETEX ([`AclCheck`]). The module asks the
-//! server; it never changes a user's rules.
-//!
-//! Redis 7.0 gives module commands no ACL categories, and a permission query sees the command
-//! bits, not the rules (`-@all +msetex` and `+msetex -@write` give the same bits), so no check can
-//! equal 7.2's. The one the server answers exactly is a capability: MSETEX may write what the user
-//! could write anyway, with MSET on exactly the call's keys (one selector, write access to all of
-//! them) and SET on each key with the call's expiry ([`check_capability`]). Where 7.2 refuses and
-//! 7.0 allows, the user can already MSET those keys and SET each with a TTL; where 7.0 refuses and
-//! 7.2 allows, the user lacks one of them.
+//! ACL: how each server decides whether a user may run MSETEX ([`AclCheck`]), and Redis 7.0's
+//! capability check ([`check_capability`]; DESIGN.md, "One call, step by step", tells why). The
+//! module asks the server; it never changes a user's rules.
 
 use std::ffi::CStr;
 
@@ -26,8 +19,7 @@ pub enum AclCheck {
 }
 
 impl AclCheck {
-    /// Checks at load that the server does what this check needs: took MSETEX's ACL categories,
-    /// or can check a user's permission for the module; the error is the log line.
+    /// Checks at load that the server does what this check needs; the error is the log line.
     pub fn confirm(self, categories_set: bool, permission_check: bool) -> Result<(), String> {
         match self {
             AclCheck::Categories if !categories_set => Err(
@@ -81,16 +73,14 @@ pub trait Permissions<A> {
 pub struct Words<'a, A> {
     pub mset: A,
     pub set: A,
-    /// The call's expiry as SET's options (`PX ms`, `PXAT ms`, `KEEPTTL` or nothing).
+    /// The call's expiry as SET's options.
     pub set_options: &'a [A],
 }
 
-/// What a refused call lacked, for the ACL log.
+/// What a refused call lacked, for the ACL log: MSET itself, or MSET or SET on this key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lacks<A> {
-    /// MSET itself.
     Mset,
-    /// MSET or SET on this key.
     Key(A),
 }
 

@@ -59,7 +59,10 @@ fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failur
     let flags = ctx.flags();
     let now_ms = ctx.now_ms();
     let request = module.keys.parse(args, now_ms)?;
-    keys_were_declared(module, &request, flags, args.len())?;
+    // Where the server learned keys from specs only, options among them misled its checks.
+    if !(flags.replicated || flags.loading || module.keys.were_declared(&request, args.len())) {
+        return Err(Refusal::Undeclared.into());
+    }
     let pairs = args.get(request.pairs.clone()).unwrap_or_default();
     check_acl(ctx, module, pairs, request.expiry, flags)?;
     if !write::condition_holds(ctx, &module.profile, pairs, request.condition) {
@@ -86,7 +89,7 @@ fn write(
         replication::nobody_listens(flags.aof),
     );
     let mut deadline = Deadline::new(request.expiry);
-    let batching = Batching::choose(&module.profile, &mut deadline, now_ms);
+    let batching = Batching::choose(&module.profile, request.expiry, now_ms);
     let fork = if flags.active_child {
         Fork::Running
     } else {
@@ -111,20 +114,6 @@ fn write(
     })
 }
 
-/// Refuses a call whose keys the server could not learn exactly ([`Refusal::Undeclared`]) before
-/// anything happens: its slot and ACL checks looked at the wrong arguments.
-fn keys_were_declared(
-    module: &Loaded,
-    request: &Request,
-    flags: ContextFlags,
-    argc: usize,
-) -> Result<(), Refusal> {
-    if flags.replicated || flags.loading || module.keys.were_declared(request, argc) {
-        return Ok(());
-    }
-    Err(Refusal::Undeclared)
-}
-
 /// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with
 /// SET and the call's expiry; the replication link and AOF loading are not checked, as by the
 /// server's own check. A refusal is logged in the ACL log as the server logs its own. Not inlined,
@@ -140,7 +129,7 @@ fn check_acl(
     if module.profile.acl != AclCheck::Capability || flags.replicated || flags.loading {
         return Ok(());
     }
-    let mut user = match ctx.caller() {
+    let mut user = match Caller::of(ctx) {
         Caller::Unrestricted => return Ok(()),
         Caller::Unknown => return Err(Refusal::NoCapability),
         Caller::User(user) => user,
@@ -158,9 +147,8 @@ fn check_acl(
         set: set.arg(),
         set_options: &options,
     };
-    let lacks = match acl::check_capability(&mut user, &words, pairs) {
-        Ok(()) => return Ok(()),
-        Err(lacks) => lacks,
+    let Err(lacks) = acl::check_capability(&mut user, &words, pairs) else {
+        return Ok(());
     };
     match lacks {
         Lacks::Mset => {

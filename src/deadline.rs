@@ -1,8 +1,6 @@
-//! The deadline of one call, from the expiry its options give to the protocol words its keys are
-//! written and replicated with. A relative expiry (`EX`, `PX`) takes effect once, at the first key
-//! written, from the server's command clock (its command time snapshot on Redis 7.2+, as SET's);
-//! then one absolute deadline ([`Resolved`]) serves every other key and what replicas and the AOF
-//! get. [`Deadline`] owns it; [`options`] renders an expiry as SET's options.
+//! The deadline of one call: a relative expiry (`EX`, `PX`) takes effect once, at the first key
+//! written, from the server's command clock (its time snapshot on Redis 7.2+, as SET's); then one
+//! absolute deadline ([`Resolved`]) serves every other key, replicas and the AOF.
 
 use crate::ffi::Word;
 
@@ -54,7 +52,6 @@ impl From<Resolved> for Expiry {
     }
 }
 
-/// The deadline of one call: its expiry, and once known its absolute form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadline {
     expiry: Expiry,
@@ -65,7 +62,7 @@ impl Deadline {
         Deadline { expiry }
     }
 
-    /// The expiry as it applies now: relative until the first key took it.
+    /// Relative until the first key took it.
     pub fn expiry(self) -> Expiry {
         self.expiry
     }
@@ -84,14 +81,6 @@ impl Deadline {
     pub fn took_effect(&mut self, at: i64) {
         if let Expiry::In(_) = self.expiry {
             self.expiry = Expiry::At(at);
-        }
-    }
-
-    /// Resolves a relative TTL from `now_ms`, where no key takes it first
-    /// (Redis 6.2, whose SET reads the live clock too).
-    pub fn resolve_from(&mut self, now_ms: i64) {
-        if let Expiry::In(ms) = self.expiry {
-            self.expiry = Expiry::At(now_ms.saturating_add(ms));
         }
     }
 }
@@ -156,11 +145,7 @@ mod tests {
         deadline.took_effect(1_700_000_005_000);
         assert_eq!(deadline.resolved(), Some(Resolved::At(1_700_000_005_000)));
         deadline.took_effect(1);
-        deadline.resolve_from(2);
         assert_eq!(deadline.expiry(), Expiry::At(1_700_000_005_000));
-        let mut later = Deadline::new(Expiry::In(5000));
-        later.resolve_from(1_000);
-        assert_eq!(later.resolved(), Some(Resolved::At(6_000)));
         let mut kept = Deadline::new(Expiry::Keep);
         kept.took_effect(7);
         assert_eq!(kept.resolved(), Some(Resolved::Keep));

@@ -1,5 +1,5 @@
 //! What `COMMAND DOCS` and `COMMAND INFO` say about a command (Redis 7.0+), as plain data for
-//! `ffi::set_command_info`, and helpers to write argument trees as constants. Imports nothing.
+//! `ffi::set_command_info`, and helpers to write it as constants. Imports nothing.
 
 use std::ffi::CStr;
 
@@ -68,18 +68,6 @@ pub struct KeyDocs {
     pub legacy: (i32, i32, i32),
 }
 
-/// A pure token, e.g. `NX`.
-pub const fn token(name: &'static CStr, token: &'static CStr) -> Arg {
-    Arg {
-        name,
-        kind: ArgKind::PureToken,
-        token: Some(token),
-        optional: false,
-        multiple: false,
-        subargs: &[],
-    }
-}
-
 /// An argument without token, e.g. `time`.
 pub const fn plain(name: &'static CStr, kind: ArgKind) -> Arg {
     Arg {
@@ -95,11 +83,35 @@ pub const fn plain(name: &'static CStr, kind: ArgKind) -> Arg {
 /// A token followed by its value, e.g. `EX seconds`.
 pub const fn valued(name: &'static CStr, kind: ArgKind, token: &'static CStr) -> Arg {
     Arg {
-        name,
-        kind,
         token: Some(token),
-        optional: false,
-        multiple: false,
-        subargs: &[],
+        ..plain(name, kind)
+    }
+}
+
+/// A pure token, e.g. `NX`.
+pub const fn token(name: &'static CStr, token: &'static CStr) -> Arg {
+    valued(name, ArgKind::PureToken, token)
+}
+
+/// One of `subargs`, e.g. `[NX | XX]`.
+pub const fn one_of(name: &'static CStr, optional: bool, subargs: &'static [Arg]) -> Arg {
+    Arg {
+        optional,
+        subargs,
+        ..plain(name, ArgKind::OneOf)
+    }
+}
+
+/// Keys at 2, 4, ... to the end; `incomplete`: options can move them.
+pub const fn pairs_from_2(incomplete: bool, notes: &'static CStr) -> KeyDocs {
+    KeyDocs {
+        spec: KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 2,
+            incomplete,
+        },
+        notes: Some(notes),
+        legacy: (2, -1, 2),
     }
 }

@@ -56,7 +56,12 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
             .iter()
             .find(|(field, _)| *field == name)
             .map(|(_, value)| value.as_str())
-    });
+    })
+    .ok_or(
+        "cannot tell which server this is (INFO server has no version the module can read); \
+         MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
+         (Redis 6.2+, Valkey 7.2+)",
+    )?;
     let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
     let environment = Environment {
         cluster: ffi::cluster_enabled(raw),
@@ -71,7 +76,7 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
             ffi::original_command_name(raw, &options.command_name)
         },
     };
-    match plan::plan(&options, server.as_ref(), environment)? {
+    match plan::plan(&options, &server, environment)? {
         Plan::BuiltinServes { line, profile } => {
             ffi::set_module_options(raw, profile.atomic_slot_migration, profile.signal_on_close)?;
             ffi::log(raw, LogLevel::Notice, &line);

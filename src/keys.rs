@@ -1,14 +1,10 @@
-//! Where a call's keys are, and how the server learns them (cluster slots, ACL key rules, `COMMAND
-//! GETKEYS`). Where the server may call a module back for them ([`KeysDeclared::ByCallback`]),
-//! the `getkeys-api` callback names them for every form. Where it reads key specifications only,
-//! a call whose options stand among its keys is moved before the server reads them: the command
-//! filter packs the options into one argument (the syntax's packed form), or refuses the call
-//! where the server routes by keys it read before any filter ([`MovedKeys::Refused`]). Decided
-//! once at load ([`Keys`]).
+//! Where a call's keys are, and how the server learns them: the getkeys callback, or key specs
+//! with the command filter packing a call's options (or refusing it). Decided once at load
+//! ([`Keys`]); DESIGN.md, "Where the keys are", tells why.
 
 use std::ffi::CStr;
 
-use crate::docs::{KeyDocs, KeySpec};
+use crate::docs::{pairs_from_2, KeyDocs, KeySpec};
 use crate::ffi::{Arg, ArgsChange, KeyPositions};
 use crate::outcome::Refusal;
 use crate::server::{KeysDeclared, MovedKeys, Profile};
@@ -30,15 +26,12 @@ pub struct Keys {
 
 impl Keys {
     pub fn new(syntax: Syntax, profile: &Profile) -> Keys {
-        let filter = match (syntax, profile.keys) {
-            (_, KeysDeclared::ByCallback) => None,
-            (
-                Syntax::Numkeys,
-                KeysDeclared::BySpecs {
-                    keynum_exact: true, ..
-                },
-            ) => None,
-            (_, KeysDeclared::BySpecs { moved, .. }) => Some(moved),
+        let filter = match profile.keys {
+            KeysDeclared::BySpecs {
+                moved,
+                keynum_exact,
+            } => (syntax == Syntax::Ttl || !keynum_exact).then_some(moved),
+            KeysDeclared::ByCallback => None,
         };
         Keys {
             syntax,
@@ -49,18 +42,13 @@ impl Keys {
         }
     }
 
-    /// Whether a call may carry the filter's packed argument: only where the filter packs.
-    fn packed(&self) -> Packed {
-        if self.filter.is_some() {
-            Packed::Read
-        } else {
-            Packed::Plain
-        }
-    }
-
-    /// Validates a call as the server passes it (packed where the filter packs).
+    /// Validates a call as the server passes it (packed only where the filter packs).
     pub fn parse<A: AsRef<[u8]>>(&self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
-        self.syntax.parse(argv, now_ms, self.packed())
+        let packed = match self.filter {
+            Some(_) => Packed::Read,
+            None => Packed::Plain,
+        };
+        self.syntax.parse(argv, now_ms, packed)
     }
 
     /// The flags MSETEX registers with: a getkeys callback only where the server may call it.
@@ -71,21 +59,9 @@ impl Keys {
         }
     }
 
-    /// MSETEX's key specification. The TTL form: a range from argument 2, incomplete where the
-    /// callback answers (options move the keys). The NUMKEYS form: the built-in's keynum spec,
-    /// incomplete where the server reads it without its step; with specs only and an inexact
-    /// keynum spec, a range from argument 2 (the filter moves the options in front).
+    /// MSETEX's key specification: incomplete where the callback answers (options move the keys)
+    /// or the server reads a keynum spec without its step.
     pub fn docs(&self) -> KeyDocs {
-        let range = |incomplete, notes| KeyDocs {
-            spec: KeySpec::Range {
-                first: 2,
-                last: -1,
-                step: 2,
-                incomplete,
-            },
-            notes: Some(notes),
-            legacy: (2, -1, 2),
-        };
         let keynum = |incomplete| KeyDocs {
             spec: KeySpec::Keynum {
                 index: 1,
@@ -96,14 +72,14 @@ impl Keys {
             legacy: (0, 0, 0),
         };
         match (self.syntax, self.declared, self.filter) {
-            (Syntax::Ttl, KeysDeclared::ByCallback, _) => range(
+            (Syntax::Ttl, KeysDeclared::ByCallback, _) => pairs_from_2(
                 true,
                 c"Keys follow the options and the time; options move them.",
             ),
-            (Syntax::Ttl, ..) => range(false, c"Keys follow the time."),
+            (Syntax::Ttl, ..) => pairs_from_2(false, c"Keys follow the time."),
             (Syntax::Numkeys, KeysDeclared::ByCallback, _) => keynum(!self.keynum_steps),
             (Syntax::Numkeys, _, None) => keynum(false),
-            (Syntax::Numkeys, _, Some(_)) => range(
+            (Syntax::Numkeys, _, Some(_)) => pairs_from_2(
                 false,
                 c"Keys follow numkeys; the module's command filter moves the options in front.",
             ),
@@ -159,11 +135,8 @@ impl Keys {
         }
     }
 
-    // --- The command filter -------------------------------------------------------------------
-
     /// Whether the filter may rewrite command `name` (it runs before every command: a few
-    /// comparisons): MSETEX where options would be read as keys, and COMMAND (GETKEYS) and ACL
-    /// (DRYRUN), which ask about a call. It never changes a command's name.
+    /// comparisons): MSETEX where options would be read as keys, COMMAND GETKEYS, ACL DRYRUN.
     pub fn filter_wants(&self, ours: &str, name: &[u8]) -> bool {
         let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
         let packs = self.filter.is_some();
@@ -172,11 +145,9 @@ impl Keys {
             || (packs && is(b"ACL"))
     }
 
-    /// Rewrites a command naming MSETEX (`ours`): options among the keys are packed into one
-    /// argument so slot checks, redirections, ACL key rules, `COMMAND GETKEYS` and `ACL DRYRUN`
-    /// see the real keys, or the call is refused where the server routes by keys read before any
-    /// filter. A typed client's numkeys call that the TTL form refuses gets that refusal from
-    /// `COMMAND GETKEYS` too (cluster clients ask it first).
+    /// Rewrites a command naming MSETEX (`ours`): packs the options among the keys, or refuses
+    /// the call where the server routes it by keys read before any filter. A typed client's
+    /// numkeys call gets the TTL form's refusal from `COMMAND GETKEYS` too (cluster clients ask).
     pub fn rewrite(&self, ours: &str, args: &[&[u8]]) -> Vec<ArgsChange> {
         let Some((at, routed)) = locate(ours, args) else {
             return Vec::new();
@@ -259,7 +230,7 @@ mod tests {
             callable: Callable::ALL,
             name_in_use: Some(false),
         };
-        let profile = Profile::new(Some(&Server { product, version }), environment);
+        let profile = Profile::new(&Server { product, version }, environment);
         Keys::new(syntax, &profile)
     }
 

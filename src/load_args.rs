@@ -1,9 +1,5 @@
-//! The module's load arguments:
-//! ```text
-//! loadmodule /path/libmsetex.so [SYNTAX TTL | NUMKEYS] [REPLICATE SET | MSETEX]
-//!                               [COMMAND-NAME name]
-//! ```
-//! Pure functions (no Redis types); a bad argument fails the load with the error's log line.
+//! The load arguments `[SYNTAX TTL | NUMKEYS] [REPLICATE SET | MSETEX] [COMMAND-NAME name]`,
+//! pure; a bad argument fails the load with the error's log line.
 
 use crate::replication::Replicate;
 use crate::syntax::Syntax;
@@ -11,7 +7,6 @@ use crate::syntax::Syntax;
 /// The command name without a `COMMAND-NAME` load argument.
 pub const DEFAULT_COMMAND_NAME: &str = "msetex";
 
-/// Everything the load arguments decide.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
     /// The name to register the command under, in lower case.
@@ -31,7 +26,6 @@ impl Default for LoadOptions {
 }
 
 impl LoadOptions {
-    /// True when the command keeps its default name.
     pub fn default_name(&self) -> bool {
         self.command_name == DEFAULT_COMMAND_NAME
     }
@@ -45,7 +39,8 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
     let mut options = LoadOptions::default();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        let text = String::from_utf8_lossy(arg).to_ascii_uppercase();
+        let original = String::from_utf8_lossy(arg);
+        let text = original.to_ascii_uppercase();
         let value = |rest: &mut std::slice::Iter<&[u8]>| {
             rest.next()
                 .map(|value| String::from_utf8_lossy(value).into_owned())
@@ -63,12 +58,7 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
                 options.replicate = Replicate::named(&value)
                     .ok_or_else(|| format!("unknown REPLICATE '{value}' (SET or MSETEX)"))?;
             }
-            _ => {
-                return Err(format!(
-                    "unknown load argument '{}' ({USAGE})",
-                    String::from_utf8_lossy(arg)
-                ))
-            }
+            _ => return Err(format!("unknown load argument '{original}' ({USAGE})")),
         }
     }
     Ok(options)

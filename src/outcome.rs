@@ -1,9 +1,6 @@
-//! How a failed call ends. A [`Refusal`] comes before the first write: nothing is written,
-//! replicated or signalled, and the reply uses the server's own words (SET's for the TTL form,
-//! the built-in MSETEX's for NUMKEYS). An [`Abort`] comes once writing began (`command::write`):
-//! a module API call that cannot fail by its preconditions failed; the keys written before stay
-//! written and replicated, the reply is `ERR msetex failed to <step>`, the log has a warning. No
-//! test can cause one. (A panic is caught where the server calls in: `ERR msetex internal error`.)
+//! How a failed call ends: a [`Refusal`] before the first write, in the server's own words (SET's
+//! for the TTL form, the built-in's for NUMKEYS), or an [`Abort`] once writing began, where a
+//! module API call failed against its preconditions; every error text.
 
 use crate::server::Profile;
 use crate::syntax::{ParseError, Syntax};
@@ -12,25 +9,16 @@ use crate::syntax::{ParseError, Syntax};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     Parse(ParseError),
-    /// Keys declared by key specs only, and the server could not learn this call's (its options
-    /// stood among them, no command filter moved them).
+    /// Keys declared by key specs only, and this call's options stood among them, unmoved.
     Undeclared,
     /// Redis 7.0: the user may not write these keys with MSET, or one of them with SET (`acl`).
     NoCapability,
     /// A client called `<name>.apply`.
     ApplyFromClient,
-    /// Options among the keys on a server routing by keys read before any module could move them
-    /// (`MovedKeys::Refused`): refused by the command filter.
+    /// Options among the keys where the server routes before any filter (`MovedKeys::Refused`).
     Unroutable,
 }
 
-impl From<ParseError> for Refusal {
-    fn from(error: ParseError) -> Refusal {
-        Refusal::Parse(error)
-    }
-}
-
-/// How a failed call ends: refused before any write, or aborted once writing began.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
     Refused(Refusal),
@@ -108,7 +96,6 @@ impl Refusal {
 }
 
 impl Abort {
-    /// The error reply.
     pub fn text(self) -> String {
         format!("ERR msetex failed to {}", self.0)
     }
@@ -122,7 +109,7 @@ fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Pro
         ParseError::Syntax => "ERR syntax error".to_owned(),
         ParseError::NotAnInteger => "ERR value is not an integer or out of range".to_owned(),
         // The built-in MSETEX words it the 7.0 way; Redis 6.2's SET did not.
-        ParseError::InvalidExpireTime if profile.redis_6 && syntax.follows_set_errors() => {
+        ParseError::InvalidExpireTime if profile.redis_6 && syntax == Syntax::Ttl => {
             format!("ERR invalid expire time in {name}")
         }
         ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),

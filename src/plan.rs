@@ -62,7 +62,7 @@ pub enum Role {
 /// Decides the load; the error is the log line saying why it cannot load here and what to do.
 pub fn plan(
     options: &LoadOptions,
-    server: Option<&Server>,
+    server: &Server,
     environment: Environment,
 ) -> Result<Plan, String> {
     let profile = Profile::new(server, environment);
@@ -85,7 +85,7 @@ pub fn plan(
         keys,
         profile,
     };
-    let on = server.map_or_else(|| "an unidentified server".to_owned(), Server::describe);
+    let on = server.describe();
     let syntax_label = syntax.label().to_string_lossy().to_uppercase();
     Ok(Plan::Register(Box::new(Registrations {
         registered: format!(
@@ -181,13 +181,13 @@ enum Naming {
 /// built-in is renamed away, or the TTL form would take its name, the load is refused with the
 /// name to load it under. A dotless name that could be a renamed server command is refused too.
 fn naming(
-    server: Option<&Server>,
+    server: &Server,
     profile: &Profile,
     options: &LoadOptions,
     environment: Environment,
 ) -> Result<Naming, String> {
     let name = options.command_name.clone();
-    match server.filter(|s| s.has_builtin_msetex()) {
+    match Some(server).filter(|s| s.has_builtin_msetex()) {
         Some(server) if options.default_name() => match (options.syntax, profile.builtin) {
             (Syntax::Numkeys, Builtin::Serving) => Ok(Naming::StepAside(format!(
                 "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \

@@ -131,7 +131,7 @@ pub struct Environment {
 pub enum ServerCommand {
     /// The batch of keys the key API cannot write as SET would.
     Mset,
-    /// Valkey 8+'s past deadlines, an unidentified server's writes, and what REPLICATE SET sends.
+    /// Valkey 8+'s past deadlines, and what REPLICATE SET sends.
     Set,
     /// The built-in (Redis 8.4+, Valkey 9.1+): Valkey's batch, native replication, stepping aside.
     Msetex,
@@ -263,11 +263,8 @@ pub struct Profile {
     /// Valkey words two NUMKEYS errors of its built-in its own way.
     pub valkey: bool,
     pub keys: KeysDeclared,
-    /// Writing through the key API (StringSet, DMA, signals) leaves keys as SET does. Not on an
-    /// unidentified server: the server's SET writes every key there.
-    pub key_api_writes: bool,
     /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
-    /// place (an allocator whose size classes the check does not know, or no key API).
+    /// place (an allocator whose size classes the check does not know).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,
@@ -321,18 +318,14 @@ pub enum MovedKeys {
 }
 
 impl Profile {
-    /// The profile of `server` (unknown: the most careful choices) with `environment`.
-    pub fn new(server: Option<&Server>, environment: Environment) -> Profile {
-        let Some(server) = server else {
-            return Profile::careful(environment);
-        };
+    /// The profile of `server` with `environment`.
+    pub fn new(server: &Server, environment: Environment) -> Profile {
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
         Profile {
             redis_6,
             valkey: !redis,
             keys: server.keys_declared(environment),
-            key_api_writes: true,
             in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
@@ -359,32 +352,6 @@ impl Profile {
             } else {
                 AclCheck::Categories
             },
-        }
-    }
-
-    /// An unidentified server: every choice the one safe whatever the server is.
-    fn careful(environment: Environment) -> Profile {
-        Profile {
-            redis_6: false,
-            valkey: false,
-            keys: KeysDeclared::BySpecs {
-                moved: if environment.cluster {
-                    MovedKeys::Refused
-                } else {
-                    MovedKeys::Packed
-                },
-                keynum_exact: false,
-            },
-            key_api_writes: false,
-            in_place: None,
-            fires_overwritten: false,
-            signal_on_close: false,
-            builtin: Builtin::None,
-            cluster: environment.cluster,
-            fresh_lru_on_overwrite: false,
-            past_deadline: PastDeadline::Store,
-            atomic_slot_migration: false,
-            acl: AclCheck::Capability,
         }
     }
 

@@ -1,7 +1,6 @@
-//! Whether a string's allocation (as `ffi::Key::buffer` reads it) is no bigger than SET would
-//! leave, checked before writing in place: SET sizes a new object for its value, rounded up to a
-//! size class, while in place keeps the old buffer. Servers here use jemalloc (checked at load;
-//! elsewhere nothing is written in place), whose size classes are computed here.
+//! Whether a string's allocation (as `ffi::Key::buffer` reads it) is no bigger than the one SET
+//! would make, checked before writing in place: jemalloc's size classes (checked at load; without
+//! jemalloc nothing is written in place).
 
 use crate::ffi::Allocation;
 

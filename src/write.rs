@@ -74,30 +74,23 @@ pub enum Batching {
     Mset,
     /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
     Builtin,
-    /// `SET key value <expiry>` for every key: on an unidentified server, replicated by the
-    /// module; or for a possibly past deadline on Valkey 8+, which SET decides (it may delete the
-    /// key) and replicates itself (`Propagation::ByCommand`).
-    EveryKeyWithSet(Propagation),
+    /// `SET key value <expiry>` with `!` for every key, where the deadline may be past on Valkey
+    /// 8+: SET decides (it may delete the key) and replicates what it did itself.
+    EveryKeyWithSet,
 }
 
 impl Batching {
-    /// The batching of a call with `deadline` on this server, `now_ms` the call's clock; SET for
-    /// every key takes the deadline resolved (from that clock: no key takes it first).
-    pub fn choose(profile: &Profile, deadline: &mut Deadline, now_ms: i64) -> Batching {
-        let batching = match deadline.expiry() {
+    /// The batching of a call with `expiry` on this server, `now_ms` the call's clock.
+    pub fn choose(profile: &Profile, expiry: Expiry, now_ms: i64) -> Batching {
+        match expiry {
             Expiry::At(at)
                 if profile.past_deadline == PastDeadline::DecidedBySet && at <= now_ms =>
             {
-                Batching::EveryKeyWithSet(Propagation::ByCommand)
+                Batching::EveryKeyWithSet
             }
-            _ if !profile.key_api_writes => Batching::EveryKeyWithSet(Propagation::ByModule),
             _ if profile.builtin_batch() => Batching::Builtin,
             _ => Batching::Mset,
-        };
-        if let Batching::EveryKeyWithSet(_) = batching {
-            deadline.resolve_from(now_ms);
         }
-        batching
     }
 }
 
@@ -105,17 +98,11 @@ impl Batching {
     /// The server commands the write path may call here, and why (the load checks each exists).
     pub fn commands(profile: &Profile) -> Vec<(ServerCommand, &'static str)> {
         let mut commands = Vec::new();
-        if profile.key_api_writes && !profile.builtin_batch() {
+        if !profile.builtin_batch() {
             commands.push((
                 ServerCommand::Mset,
                 "writes the values the key API cannot store as SET does (integers, strings \
                  SET embeds)",
-            ));
-        }
-        if !profile.key_api_writes {
-            commands.push((
-                ServerCommand::Set,
-                "writes every key on a server it cannot identify",
             ));
         }
         if profile.past_deadline == PastDeadline::DecidedBySet {
@@ -416,7 +403,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let outcome = match self.batching {
             Batching::Mset => self.flush_to_mset(&batch),
             Batching::Builtin => self.flush_to_builtin(&batch),
-            Batching::EveryKeyWithSet(propagation) => self.flush_with_set(&batch, propagation),
+            Batching::EveryKeyWithSet => self.flush_with_set(&batch),
         };
         self.batch = batch.cleared();
         outcome
@@ -464,37 +451,28 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// `SET key value <expiry>` per key (deadline absolute by now), signalled again as the caller.
-    /// Where SET replicates itself it may delete a past key: only the keys left count.
-    fn flush_with_set(
-        &mut self,
-        batch: &Batch<K::Arg>,
-        propagation: Propagation,
-    ) -> Result<(), Abort> {
+    /// `SET key value PXAT <deadline> !` per key, signalled again as the caller; SET replicates
+    /// what it did, and may delete a key whose deadline is past: only the keys left count.
+    fn flush_with_set(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
         let call = ServerWrite {
             command: ServerCommand::Set.name(),
             head: Head::None,
             tail: deadline::options(self.deadline.expiry()),
             values: Values::Fresh,
-            propagation,
-        };
-        let by = match propagation {
-            Propagation::ByModule => WrittenBy::Command,
-            Propagation::ByCommand => WrittenBy::ReplicatedCommand,
+            propagation: Propagation::ByCommand,
         };
         for (key, value, _) in batch.entries() {
             if !self.keyspace.run(&call, &[key, value]) {
                 return Err(Abort("write the key with SET"));
             }
             self.keyspace.signal(key);
-            // Looking at a key past its deadline expires it: only where SET may have deleted it.
-            let there = propagation == Propagation::ByModule
-                || self
-                    .keyspace
-                    .look(key)
-                    .is_some_and(|h| h.contents() != Contents::Nothing);
+            // Looking at a key past its deadline expires it, as SET may have deleted it.
+            let there = self
+                .keyspace
+                .look(key)
+                .is_some_and(|h| h.contents() != Contents::Nothing);
             if there {
-                self.done(key, value, by)?;
+                self.done(key, value, WrittenBy::ReplicatedCommand)?;
             }
         }
         Ok(())

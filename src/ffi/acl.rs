@@ -32,7 +32,7 @@ pub enum LogReason {
 }
 
 impl<'c> Caller<'c> {
-    pub(super) fn of(ctx: &'c Ctx<'c>) -> Caller<'c> {
+    pub fn of(ctx: &'c Ctx<'c>) -> Caller<'c> {
         let (Some(from_name), Some(check), Some(free)) = (
             ctx.api.get_module_user_from_user_name,
             ctx.api.acl_check_command_permissions,

@@ -9,6 +9,9 @@ use redis_module::raw::{
     self, RedisModuleCallReply, RedisModuleCtx, RedisModuleKey, RedisModuleString, RedisModuleUser,
 };
 
+/// The server's context handle, as the load step passes it around.
+pub type RawCtx = RedisModuleCtx;
+
 pub(super) const OK: c_int = raw::REDISMODULE_OK as c_int;
 pub(super) const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 

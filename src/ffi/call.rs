@@ -6,9 +6,8 @@ use std::ptr::null_mut;
 use libc::{c_char, c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 
-use super::api::{Api, OK};
+use super::api::{Api, RawCtx, OK};
 use super::ctx::{Arg, Ctx, OwnedString, Word};
-use super::RawCtx;
 
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
@@ -88,7 +87,19 @@ impl<'call> Ctx<'call> {
             // SAFETY: argv holds live strings: head's, the call's arguments and tail's.
             return succeeded(unsafe { self.call_argv(command, &format, &mut argv) });
         }
-        // Calls of 64, 32, ... 1 pairs, each with the format fixed for its size.
+        self.call_fresh(command, bang, &head, flat, &mut tail)
+    }
+
+    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`), each with the format
+    /// fixed for its size; `head` makes the head of `n` pairs.
+    fn call_fresh(
+        &self,
+        command: &CStr,
+        bang: &str,
+        head: &dyn Fn(usize) -> Option<Vec<OwnedString>>,
+        flat: &[Arg<'call>],
+        tail: &mut [*mut RedisModuleString],
+    ) -> bool {
         let fresh = |(k, v): (&Arg, &Arg)| (k.ptr, v.bytes.as_ptr().cast(), v.bytes.len());
         let values = flat.iter().skip(1).step_by(2);
         let pairs: Vec<FreshPair> = flat.iter().step_by(2).zip(values).map(fresh).collect();

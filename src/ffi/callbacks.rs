@@ -6,9 +6,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleString};
 
-use super::api::{log, Api, LogLevel, API, ERR, OK};
+use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
 use super::ctx::{Arg, Ctx, KeyPositions, OwnedString, Reply};
-use super::RawCtx;
 
 /// A command the module registers (see [`super::create_command`]).
 pub trait Command {

@@ -7,9 +7,7 @@ use std::ptr::null_mut;
 use libc::c_int;
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use super::acl::Caller;
 use super::api::{log, Api, LogLevel, API};
-use super::key::{Key, Touch};
 
 /// A "where are the keys" call (flag `getkeys-api`).
 pub struct KeyPositions {
@@ -157,27 +155,6 @@ impl<'call> Ctx<'call> {
             replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
             active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
         }
-    }
-
-    pub fn caller(&'call self) -> Caller<'call> {
-        Caller::of(self)
-    }
-
-    /// Opens `key` for writing as a write command does (no hit/miss stats, expired keys removed).
-    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
-        let write = raw::REDISMODULE_READ | raw::REDISMODULE_WRITE;
-        match touch {
-            Touch::Yes => Key::open(self, key, write),
-            Touch::No => Key::open(self, key, write | raw::REDISMODULE_OPEN_KEY_NOTOUCH),
-        }
-    }
-
-    /// Opens `key` to look at it unseen (no access, hit, miss or `keymiss`); `None` if missing.
-    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
-        let quiet = raw::REDISMODULE_OPEN_KEY_NOTOUCH
-            | raw::REDISMODULE_OPEN_KEY_NOSTATS
-            | raw::REDISMODULE_OPEN_KEY_NONOTIFY;
-        Key::open(self, key, raw::REDISMODULE_READ | quiet)
     }
 
     /// Tells WATCH and client-side caching that `key` changed (see [`super::set_module_options`]).

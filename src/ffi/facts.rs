@@ -5,10 +5,9 @@ use std::ffi::{CStr, CString};
 use libc::c_int;
 use redis_module::raw;
 
-use super::api::{API, OK};
+use super::api::{RawCtx, API, OK};
 use super::call::{config_get, errno, CallReply, CallValue};
 use super::ctx::Ctx;
-use super::RawCtx;
 
 /// Reads `fields` of the INFO section `section`; missing fields are left out.
 pub fn server_info_fields(section: &CStr, fields: &[&'static str]) -> Vec<(&'static str, String)> {

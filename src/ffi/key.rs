@@ -78,6 +78,25 @@ pub trait OpenKey<A> {
     fn mark_used_now(&mut self);
 }
 
+impl<'call> Ctx<'call> {
+    /// Opens `key` for writing as a write command does (no hit/miss stats, expired keys removed).
+    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
+        let write = raw::REDISMODULE_READ | raw::REDISMODULE_WRITE;
+        match touch {
+            Touch::Yes => Key::open(self, key, write),
+            Touch::No => Key::open(self, key, write | raw::REDISMODULE_OPEN_KEY_NOTOUCH),
+        }
+    }
+
+    /// Opens `key` to look at it unseen (no access, hit, miss or `keymiss`); `None` if missing.
+    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
+        let quiet = raw::REDISMODULE_OPEN_KEY_NOTOUCH
+            | raw::REDISMODULE_OPEN_KEY_NOSTATS
+            | raw::REDISMODULE_OPEN_KEY_NONOTIFY;
+        Key::open(self, key, raw::REDISMODULE_READ | quiet)
+    }
+}
+
 impl<'c> OpenKey<Arg<'c>> for Key<'c> {
     fn contents(&self) -> Contents {
         // SAFETY: raw is an open key handle.

@@ -10,11 +10,8 @@ mod key;
 mod register;
 mod sds;
 
-/// The server's context handle, as the load step passes it around.
-pub use redis_module::raw::RedisModuleCtx as RawCtx;
-
 pub use acl::{acl_check_available, AclUser, Caller, LogReason};
-pub use api::{log, LogLevel, Slot};
+pub use api::{log, LogLevel, RawCtx, Slot};
 pub use call::{Head, Propagation, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module,

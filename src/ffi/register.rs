@@ -12,10 +12,9 @@ use raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM as FK_KEYNUM
 use raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE as FK_RANGE;
 use redis_module::raw;
 
-use super::api::{api, Api, API, OK};
+use super::api::{api, Api, RawCtx, API, OK};
 use super::callbacks::{command_entry, command_filter, info_section, server_event};
 use super::callbacks::{Command, Hooks, InfoSection};
-use super::RawCtx;
 use crate::docs::{self, ArgKind, Docs, KeySpec};
 
 /// Module options: CloseKey's implicit "modified" signal off unless `signal_on_close`; declared

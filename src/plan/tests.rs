@@ -116,7 +116,7 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                     let what = format!("{server:?} {env:?} {syntax:?} {replicate:?}");
                     let plan = registrations(plan(
                         &options(syntax, replicate, "app.msetex"),
-                        Some(&server),
+                        &server,
                         env,
                     ));
                     let by_specs = asks_from_io_threads(&server, env);
@@ -196,24 +196,9 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
 }
 
 #[test]
-fn an_unidentified_server_gets_the_careful_choices() {
-    let plan = registrations(plan(
-        &options(Syntax::Ttl, Replicate::Set, "msetex"),
-        None,
-        PLAIN,
-    ));
-    assert_eq!(plan.commands[0].flags, c"write deny-oom");
-    assert!(!plan.module.profile.key_api_writes);
-    assert_eq!(
-        plan.registered,
-        "command 'msetex' registered on an unidentified server (SYNTAX TTL)"
-    );
-}
-
-#[test]
 fn the_builtin_serves_its_own_syntax_under_its_name() {
     let load = |server: &Server, syntax, name: &str, env: Environment| {
-        plan(&options(syntax, Replicate::Set, name), Some(server), env)
+        plan(&options(syntax, Replicate::Set, name), server, env)
     };
     for server in servers() {
         let builtin = server.has_builtin_msetex();
@@ -294,7 +279,7 @@ fn replicate_msetex_sends_the_numkeys_form_under_its_name_outside_cluster_mode()
     let load = |syntax, name: &str, env| {
         registrations(plan(
             &options(syntax, Replicate::Msetex, name),
-            Some(&server),
+            &server,
             env,
         ))
     };
@@ -352,7 +337,7 @@ fn a_renamed_command_takes_another_path_or_fails_the_load_with_its_name() {
                         callable: Callable::ALL.without(missing),
                         ..env(cluster, Some(1))
                     };
-                    let loaded = plan(&options(Syntax::Ttl, replicate, "m"), Some(&server), env);
+                    let loaded = plan(&options(Syntax::Ttl, replicate, "m"), &server, env);
                     let valkey_8 = server.product == Product::Valkey && server.version >= (8, 0, 0);
                     let valkey_9_1 =
                         server.product == Product::Valkey && server.version >= (9, 1, 0);
@@ -400,7 +385,7 @@ fn a_name_without_a_dot_must_be_free() {
     let load = |name: &str, name_in_use| {
         plan(
             &options(Syntax::Ttl, Replicate::Set, name),
-            Some(&redis(7, 0)),
+            &redis(7, 0),
             Environment {
                 name_in_use,
                 ..PLAIN

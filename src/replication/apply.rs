@@ -2,13 +2,11 @@
 //! it is sent with, its grammar and COMMAND DOCS.
 
 use crate::deadline::{Expiry, Resolved};
-use crate::docs::{plain, token, Arg, ArgKind, Docs, KeyDocs, KeySpec};
+use crate::docs::{one_of, pairs_from_2, plain, token, Arg, ArgKind, Docs};
 use crate::ffi::Word;
 use crate::syntax::{parse_i64, Ack, Condition, ParseError, Request, ARITY, DATA};
 
-/// The first argument for [`Resolved::Keep`].
 const KEEP: &[u8] = b"KEEPTTL";
-/// The first argument for [`Resolved::Persist`].
 const PERSIST: &[u8] = b"PERSIST";
 
 /// The first argument of `<name>.apply` for `expiry`: `<unix ms>`, `KEEPTTL` or `PERSIST`.
@@ -20,9 +18,8 @@ pub fn words(expiry: Resolved) -> Vec<Word> {
     }]
 }
 
-/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`: a call as REPLICATE
-/// MSETEX sends it (replicas, AOF, slot migration), already decided (no NX/XX), its deadline in
-/// absolute unix ms. Keys at 2, 4, ..., as its key spec says, so every server finds them exactly.
+/// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`: a call already decided
+/// (no NX/XX), its deadline in absolute unix ms, its keys where its key spec says.
 pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
     if argv.len() < 4 || !argv.len().is_multiple_of(2) {
         return Err(ParseError::WrongArity);
@@ -53,34 +50,22 @@ pub fn docs() -> Docs {
         complexity: c"O(N) where N is the number of keys to set.",
         since: c"2.1.0",
         args: ARGS,
-        keys: KeyDocs {
-            spec: KeySpec::Range {
-                first: 2,
-                last: -1,
-                step: 2,
-                incomplete: false,
-            },
-            notes: Some(c"Keys follow the time."),
-            legacy: (2, -1, 2),
-        },
+        keys: pairs_from_2(false, c"Keys follow the time."),
         arity: ARITY,
     }
 }
 
 /// `<unix-time-milliseconds | KEEPTTL | PERSIST> key value [key value ...]`
 const ARGS: &[Arg] = &[
-    Arg {
-        name: c"expiration",
-        kind: ArgKind::OneOf,
-        token: None,
-        optional: false,
-        multiple: false,
-        subargs: &[
+    one_of(
+        c"expiration",
+        false,
+        &[
             plain(c"unix-time-milliseconds", ArgKind::UnixTime),
             token(c"keepttl", c"KEEPTTL"),
             token(c"persist", c"PERSIST"),
         ],
-    },
+    ),
     DATA,
 ];
 

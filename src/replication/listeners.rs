@@ -1,16 +1,11 @@
-//! Whether anything can receive a replicated command now. `RedisModule_Replicate` costs a command
-//! lookup and allocations (about 350 ns) even when the server then drops the command, so where
-//! nobody can receive it, a call replicates nothing (and only counts its changes).
+//! Whether anything can receive a replicated command now: where nobody can, a call replicates
+//! nothing and only counts its changes (DESIGN.md, "Nobody listens").
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Who may receive replicated commands. The server keeps a propagated command only if the AOF is
-/// on or it is a primary with a backlog or replicas (`shouldPropagate` in server.c). The AOF is
-/// read on every call; a backlog comes from a replica's SYNC/PSYNC (seen by the command filter), a
-/// role change or a data set load (server events), so "nobody listens" ends at once; only an
-/// `INFO replication` probe (each cron tick) makes it true again. Meanwhile nothing is replicated:
-/// changes are counted with RedisModule_ReplicateVerbatim, which the server provably drops.
+/// Who may receive replicated commands besides the AOF (read on every call): a SYNC/PSYNC, role
+/// change or load ends "nobody" at once; only an `INFO replication` probe (cron) sets it again.
 static LISTENERS: AtomicU8 = AtomicU8::new(NOT_WATCHED);
 
 /// Not every signal that can announce a backlog (events, command filter) is in place: a probe's
@@ -21,14 +16,12 @@ const POSSIBLE: u8 = 1;
 /// The last probe proved nobody (no replica, no backlog) can receive, and nothing since changed it.
 const NOBODY: u8 = 2;
 
-/// The fields of `INFO replication` that decide whether replication is fed.
+/// The fields of `INFO replication` that decide whether replication is fed (`shouldPropagate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicationInfo {
     /// `role:master` (a replica never feeds its own replication stream).
     pub is_primary: bool,
-    /// `connected_slaves:<n>`
     pub connected_replicas: i64,
-    /// `repl_backlog_active:<0|1>`
     pub backlog_active: bool,
 }
 
@@ -51,7 +44,6 @@ impl ReplicationInfo {
         })
     }
 
-    /// True when the server would drop every replicated command.
     pub fn proves_nobody_listens(&self) -> bool {
         self.is_primary && self.connected_replicas == 0 && !self.backlog_active
     }
@@ -86,11 +78,11 @@ pub fn nobody_listens(aof_on: bool) -> bool {
     !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY
 }
 
-/// For `INFO msetex`: `none` (nothing can receive, so nothing is sent), `aof`, or `possible`.
+/// For `INFO msetex`: `none` (nothing is sent), `aof`, or `possible`.
 pub fn listeners_label(aof_on: bool) -> &'static CStr {
     if aof_on {
         c"aof"
-    } else if LISTENERS.load(Ordering::Relaxed) == NOBODY {
+    } else if nobody_listens(false) {
         c"none"
     } else {
         c"possible"

@@ -1,16 +1,10 @@
-//! What MSETEX sends to replicas, the AOF and slot migrations. Two modes (load argument
-//! `REPLICATE`, [`Replicate`]): `SET` sends each key as a native `SET key value PXAT ms` (or
-//! `KEEPTTL`, or no TTL); `MSETEX` sends each call as one command with its absolute deadline. Where
-//! the server runs MSETEX natively both send that ([`Replication`], decided at load). One call's
-//! sending is `wire.rs`; whether anyone receives, `listeners.rs`; the module's own replicated
-//! command, `apply.rs`.
-
-use std::ffi::{CStr, CString};
-
-use crate::server::{Profile, ServerCommand};
+//! What MSETEX sends to replicas, the AOF and slot migrations: the modes and what a load decides
+//! (`modes.rs`), one call's sending (`wire.rs`), whether anyone receives (`listeners.rs`), the
+//! module's own replicated command (`apply.rs`). DESIGN.md, "Replication", tells why.
 
 pub mod apply;
 mod listeners;
+mod modes;
 mod wire;
 
 pub use listeners::{
@@ -18,150 +12,8 @@ pub use listeners::{
     set_watching, ReplicationInfo, PROBED_FIELDS,
 };
 #[cfg(test)]
+pub use modes::{CallForm, Sent};
+pub use modes::{Replicate, Replication};
+#[cfg(test)]
 pub use wire::Link;
 pub use wire::{count_changes, CtxLink, Wire};
-
-/// What goes to replicas and the AOF for one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replicate {
-    /// Each key as `SET key value PXAT ms` (default): native, replicas and AOF need nothing.
-    Set,
-    /// Each call as one command with its absolute deadline: replicas, AOF loading and slot
-    /// migration targets need the module (or, for the NUMKEYS form as MSETEX, a native MSETEX).
-    Msetex,
-}
-
-impl Replicate {
-    /// `set` or `msetex` (`INFO msetex`; in upper case, the load argument).
-    pub fn label(self) -> &'static CStr {
-        match self {
-            Replicate::Set => c"set",
-            Replicate::Msetex => c"msetex",
-        }
-    }
-
-    /// The mode a `REPLICATE` load argument names (any case).
-    pub fn named(value: &str) -> Option<Replicate> {
-        [Replicate::Set, Replicate::Msetex]
-            .into_iter()
-            .find(|mode| value.eq_ignore_ascii_case(&mode.label().to_string_lossy()))
-    }
-}
-
-/// What each call sends, decided at load from the mode, the syntax and the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replication {
-    /// The load argument `REPLICATE`.
-    pub mode: Replicate,
-    pub sent: Sent,
-    /// `<name>.changes`, which counts the key-API writes of a call in one go where it goes as one
-    /// command or, on Redis 6.2, always (see `Profile::redis_6`).
-    pub counter: Option<CString>,
-    /// Redis 6.2: changes are counted at the end of a call even where nobody listens.
-    pub counts_at_end: bool,
-}
-
-/// The commands a call sends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sent {
-    /// `SET key value <expiry>` per key (REPLICATE SET).
-    PerKey,
-    /// The whole call as one command after the last write.
-    PerCall { command: CString, form: CallForm },
-}
-
-/// The shape of the one command a call is replicated as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallForm {
-    /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`; its key spec locates its keys.
-    Apply,
-    /// `<command> numkeys key value ... [PXAT deadline | KEEPTTL]`: the built-in MSETEX's form.
-    Numkeys,
-}
-
-impl Replication {
-    /// Where the built-in runs natively and nothing drops it (`Profile::native_replication`), both
-    /// modes send it (replicas and AOF loading need no module). Else REPLICATE SET: SET per key;
-    /// REPLICATE MSETEX the NUMKEYS form as `msetex` outside cluster mode (Redis 8.4+ / Valkey 9.1+
-    /// replicas run it natively), else `<name>.apply` (a slot migration's filter reads its keys).
-    /// `numkeys_as_msetex`: the NUMKEYS form is registered as `msetex`.
-    pub fn decide(
-        mode: Replicate,
-        numkeys_as_msetex: bool,
-        profile: &Profile,
-        name: &str,
-    ) -> Result<Replication, String> {
-        let named =
-            |suffix: &str| CString::new(format!("{name}{suffix}")).map_err(|e| e.to_string());
-        let call = |command: CString, form| Sent::PerCall { command, form };
-        let sent = match mode {
-            _ if profile.native_replication() => call(c"MSETEX".to_owned(), CallForm::Numkeys),
-            Replicate::Set => Sent::PerKey,
-            Replicate::Msetex if numkeys_as_msetex && !profile.cluster => {
-                call(c"msetex".to_owned(), CallForm::Numkeys)
-            }
-            Replicate::Msetex => call(named(".apply")?, CallForm::Apply),
-        };
-        let counts_at_end = profile.redis_6;
-        let counter = if matches!(sent, Sent::PerCall { .. }) || counts_at_end {
-            Some(named(".changes")?)
-        } else {
-            None
-        };
-        Ok(Replication {
-            mode,
-            sent,
-            counter,
-            counts_at_end,
-        })
-    }
-
-    /// `<name>.apply`, where calls are replicated as it (the module registers it).
-    pub fn apply(&self) -> Option<&CStr> {
-        match &self.sent {
-            Sent::PerCall {
-                command,
-                form: CallForm::Apply,
-            } => Some(command),
-            _ => None,
-        }
-    }
-
-    /// The server command sent, which the load checks exists (or a call could write unreplicated).
-    pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
-        match &self.sent {
-            Sent::PerKey => Some((
-                ServerCommand::Set,
-                "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
-            )),
-            Sent::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some((
-                ServerCommand::Msetex,
-                "is what replicas and the AOF get where the server runs MSETEX itself",
-            )),
-            Sent::PerCall { .. } => None,
-        }
-    }
-
-    /// What the log says at load time.
-    pub fn load_note(&self) -> Option<String> {
-        match &self.sent {
-            Sent::PerKey => None,
-            Sent::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some(
-                "this server runs MSETEX itself: each call goes to replicas and the AOF as \
-                     one native MSETEX command, which they run without this module"
-                    .to_owned(),
-            ),
-            Sent::PerCall { command, form } => Some(format!(
-                "REPLICATE MSETEX: each call goes to replicas, the AOF and slot migrations as \
-                 one '{}' command; replicas, AOF loading and the nodes slots migrate to need \
-                 this module loaded with the same arguments{}",
-                command.to_string_lossy(),
-                if *form == CallForm::Numkeys {
-                    " (or be Redis 8.4+ / Valkey 9.1+, which run it natively)"
-                } else {
-                    ""
-                }
-            )),
-        }
-    }
-}

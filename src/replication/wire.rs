@@ -5,14 +5,14 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::apply;
-use super::{CallForm, Replication, Sent};
+use super::modes::{CallForm, Replication, Sent};
 use crate::deadline::{self, Resolved};
 use crate::ffi::{Arg, Ctx, OwnedString, Reply, Word};
 use crate::outcome::Abort;
 use crate::write::{Sink, WrittenBy};
 
-/// What one call's replication needs from the server: queue a command for replicas and the AOF,
-/// count changes for RDB save points. The module API ([`CtxLink`]) or the unit tests' recorder.
+/// What one call's replication needs from the server: the module API ([`CtxLink`]) or the unit
+/// tests' recorder.
 pub trait Link<A> {
     /// Queues `command head... pairs... tail...`; false if the server refused it.
     fn replicate(&mut self, command: &CStr, head: &[Word], pairs: &[A], tail: &[Word]) -> bool;
@@ -25,18 +25,16 @@ pub trait Link<A> {
 /// What this call sends, decided once when the call starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sends {
-    /// Nobody listens: replicate nothing, count each key-API change (at the end, where counting
-    /// one copies the whole call).
+    /// Nobody listens: count each key-API change (at the end on Redis 6.2).
     CountOnly { at_end: bool },
-    /// `REPLICATE SET`: each key as `SET key value <expiry>`, which counts it.
+    /// Each key as `SET key value <expiry>`, which counts it.
     PerKey,
     /// One command for the keys written, once the call ends.
     PerCall(CallForm),
 }
 
-/// One call's replication: made before the first write, told of each key written (in argument
-/// order), ended by [`Wire::finish`]. Dropped without it (an abort anywhere, or a panic), it sends
-/// what was written all the same, so replicas and the AOF never miss a key the primary kept.
+/// One call's replication, told of each key written (in argument order). Dropped without
+/// [`Wire::finish`] (an abort, or a panic), it sends what was written all the same.
 pub struct Wire<'w, A: Copy, L: Link<A>> {
     link: L,
     sends: Sends,
@@ -54,20 +52,15 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
 }
 
 impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
-    /// `nobody_listens`: replicate nothing (see [`super::nobody_listens`]).
     pub fn new(
         link: L,
         replication: &'w Replication,
         pairs: &'w [A],
         nobody_listens: bool,
     ) -> Wire<'w, A, L> {
+        let at_end = replication.counts_at_end;
         let (sends, command) = match &replication.sent {
-            _ if nobody_listens => (
-                Sends::CountOnly {
-                    at_end: replication.counts_at_end,
-                },
-                c"",
-            ),
+            _ if nobody_listens => (Sends::CountOnly { at_end }, c""),
             Sent::PerKey => (Sends::PerKey, c""),
             Sent::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
         };
@@ -84,7 +77,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         }
     }
 
-    /// Ends the call: sends what is written and not sent, counts what no command counted.
     pub fn finish(mut self) -> Result<(), Abort> {
         self.ended = true;
         self.send_written()
@@ -132,9 +124,7 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
             ),
         };
         let sent = self.link.replicate(self.command, &head, pairs, &tail);
-        if sent {
-            self.sent = self.written;
-        }
+        self.sent = if sent { self.written } else { self.sent };
         sent
     }
 
@@ -145,15 +135,9 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         else {
             return false;
         };
-        let sent = self.link.replicate(
-            c"SET",
-            &[],
-            &[*key, *value],
-            &deadline::options(expiry.into()),
-        );
-        if sent {
-            self.sent += 1;
-        }
+        let options = deadline::options(expiry.into());
+        let sent = self.link.replicate(c"SET", &[], &[*key, *value], &options);
+        self.sent += usize::from(sent);
         sent
     }
 }
@@ -176,8 +160,7 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
             (_, WrittenBy::ReplicatedCommand) => return,
             (Sends::CountOnly { at_end: false }, WrittenBy::KeyApi) => self.link.count_change(),
             (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::KeyApi) => self.uncounted += 1,
-            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::Command) => {}
-            (Sends::PerKey, _) => {}
+            _ => {}
         }
         self.written += 1;
         // REPLICATE SET: each key as it is written, unless one failed before (then they wait for

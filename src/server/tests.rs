@@ -82,8 +82,7 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
         io_threads: Some(io_threads),
         ..PLAIN
     };
-    let io =
-        |server: &Server, env| Profile::new(Some(server), env).keys != KeysDeclared::ByCallback;
+    let io = |server: &Server, env| Profile::new(server, env).keys != KeysDeclared::ByCallback;
     assert!(!io(&redis("8.6.3"), with(1, false)));
     assert!(io(&redis("8.6.3"), with(4, false)));
     assert!(!io(&redis("8.0.6"), with(4, false)));
@@ -104,16 +103,13 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
     assert!(io(&valkey("8.1.1"), unreadable(true)));
     assert!(!io(&valkey("8.1.1"), unreadable(false)));
     assert!(!io(&redis("8.0.6"), unreadable(true)));
-    // Unknown server: the careful choice.
-    assert_ne!(Profile::new(None, PLAIN).keys, KeysDeclared::ByCallback);
 }
 
 #[test]
 fn write_paths_follow_what_set_leaves() {
-    let profile = |server: &Server| Profile::new(Some(server), PLAIN);
+    let profile = |server: &Server| Profile::new(server, PLAIN);
     let redis_6_2 = profile(&redis("6.2.16"));
-    assert!(redis_6_2.key_api_writes && redis_6_2.redis_6);
-    assert!(!Profile::new(None, PLAIN).key_api_writes);
+    assert!(redis_6_2.redis_6);
     for server in [
         redis("6.2.16"),
         redis("7.0.15"),
@@ -134,7 +130,7 @@ fn write_paths_follow_what_set_leaves() {
     );
     assert_eq!(profile(&valkey("9.1.2")).in_place, Some(Embedding::Valkey9));
     let redis_8_6 = profile(&redis("8.6.3"));
-    assert!(redis_8_6.key_api_writes && redis_8_6.fires_overwritten && redis_8_6.signal_on_close);
+    assert!(redis_8_6.fires_overwritten && redis_8_6.signal_on_close);
     assert!(!profile(&redis("8.0.6")).fires_overwritten);
     assert!(
         profile(&valkey("9.1.2")).builtin_batch() && !profile(&valkey("9.0.0")).builtin_batch()
@@ -145,7 +141,7 @@ fn write_paths_follow_what_set_leaves() {
         callable: Callable::ALL.without(ServerCommand::Msetex),
         ..PLAIN
     };
-    let valkey_renamed = Profile::new(Some(&valkey("9.1.2")), renamed);
+    let valkey_renamed = Profile::new(&valkey("9.1.2"), renamed);
     assert!(!valkey_renamed.builtin_batch());
     assert_eq!(valkey_renamed.builtin, Builtin::RenamedAway);
     assert_eq!(profile(&valkey("9.1.2")).builtin, Builtin::Serving);
@@ -158,7 +154,7 @@ fn write_paths_follow_what_set_leaves() {
         jemalloc: false,
         ..PLAIN
     };
-    assert_eq!(Profile::new(Some(&redis("7.0.15")), libc).in_place, None);
+    assert_eq!(Profile::new(&redis("7.0.15"), libc).in_place, None);
 }
 
 /// The bounds measured on each server (OBJECT ENCODING of SET's keys).
@@ -187,7 +183,7 @@ fn set_embeds_short_strings_as_each_server_does() {
 
 #[test]
 fn past_deadlines_as_set_treats_them() {
-    let past = |server: &Server| Profile::new(Some(server), PLAIN).past_deadline;
+    let past = |server: &Server| Profile::new(server, PLAIN).past_deadline;
     assert_eq!(past(&redis("8.6.3")), PastDeadline::Store);
     assert_eq!(past(&valkey("7.2.7")), PastDeadline::Store);
     assert_eq!(past(&valkey("8.0.1")), PastDeadline::DecidedBySet);
@@ -197,7 +193,7 @@ fn past_deadlines_as_set_treats_them() {
 #[test]
 fn error_texts_and_cluster_options() {
     let wording = |server: &Server| {
-        let profile = Profile::new(Some(server), PLAIN);
+        let profile = Profile::new(server, PLAIN);
         (profile.redis_6, profile.valkey)
     };
     assert_eq!(wording(&redis("6.2.16")), (true, false));
@@ -207,19 +203,19 @@ fn error_texts_and_cluster_options() {
         cluster: true,
         ..PLAIN
     };
-    let valkey_9 = Profile::new(Some(&valkey("9.1.2")), cluster);
+    let valkey_9 = Profile::new(&valkey("9.1.2"), cluster);
     assert!(!valkey_9.shortcut_allowed() && valkey_9.atomic_slot_migration);
     for server in [valkey("8.1.1"), redis("7.0.15"), redis("8.6.3")] {
         assert!(
-            !Profile::new(Some(&server), cluster).shortcut_allowed(),
+            !Profile::new(&server, cluster).shortcut_allowed(),
             "{server:?}"
         );
         assert!(
-            Profile::new(Some(&server), PLAIN).shortcut_allowed(),
+            Profile::new(&server, PLAIN).shortcut_allowed(),
             "{server:?}"
         );
     }
-    assert!(Profile::new(Some(&valkey("9.1.2")), PLAIN).shortcut_allowed());
+    assert!(Profile::new(&valkey("9.1.2"), PLAIN).shortcut_allowed());
 }
 
 #[test]
@@ -229,7 +225,7 @@ fn options_where_keys_come_from_key_specs() {
         io_threads: Some(io_threads),
         ..PLAIN
     };
-    let keys = |server: &Server, env| Profile::new(Some(server), env).keys;
+    let keys = |server: &Server, env| Profile::new(server, env).keys;
     let specs = |moved, keynum_exact| KeysDeclared::BySpecs {
         moved,
         keynum_exact,
@@ -277,13 +273,13 @@ fn native_replication() {
     };
     for server in [redis("8.6.3"), valkey("9.1.2")] {
         assert!(
-            Profile::new(Some(&server), PLAIN).native_replication(),
+            Profile::new(&server, PLAIN).native_replication(),
             "{server:?}"
         );
         assert!(
-            !Profile::new(Some(&server), cluster).native_replication(),
+            !Profile::new(&server, cluster).native_replication(),
             "{server:?}"
         );
     }
-    assert!(!Profile::new(Some(&redis("8.2.0")), PLAIN).native_replication());
+    assert!(!Profile::new(&redis("8.2.0"), PLAIN).native_replication());
 }

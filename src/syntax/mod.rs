@@ -1,16 +1,8 @@
-//! The two syntaxes of MSETEX (load argument `SYNTAX TTL | NUMKEYS`), told apart only here:
-//! ```text
-//! SYNTAX TTL      MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]
-//! SYNTAX NUMKEYS  MSETEX numkeys key value [key value ...] [NX | XX]
-//!                        [EX seconds | PX ms | EXAT unix-s | PXAT unix-ms | KEEPTTL]
-//! ```
-//! Per syntax (grammar, pair positions, key specs, COMMAND DOCS): `ttl.rs`, `numkeys.rs`; shared
-//! ([`Request`], errors, options, integers): `options.rs`; options moved out of the keys' way:
-//! `packed.rs`. Pure functions over byte slices, no
-//! allocation except for a packed call, so unit- and property-tested without a server.
+//! The two syntaxes of MSETEX (load argument `SYNTAX TTL | NUMKEYS`), told apart only here: each
+//! one's grammar in `ttl.rs`, `numkeys.rs`, what they share in `options.rs`, the filter's packed
+//! form in `packed.rs`. Pure, property-tested without a server (`tests.rs`).
 
 use std::ffi::CStr;
-use std::ops::Range;
 
 use crate::docs::{Docs, KeyDocs};
 
@@ -20,8 +12,8 @@ mod packed;
 mod ttl;
 
 pub use options::{parse_i64, Ack, Condition, ParseError, Request, ACL_CATEGORIES, ARITY, DATA};
+pub use packed::{Packed, Packing};
 
-/// Which syntax the module was loaded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
     /// The default.
@@ -29,28 +21,9 @@ pub enum Syntax {
     Numkeys,
 }
 
-/// Whether a call's argv[1] may be the command filter's packed form: only where this deployment
-/// packs (`keys.rs`). Elsewhere the server read the keys from the call as sent, so a
-/// client's hand-made packed argument is read as it is (and refused).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Packed {
-    Read,
-    Plain,
-}
-
-/// A call with its options moved into argv[1] (`packed`): the packed argument replaces
-/// argv[1..1 + `leading`]; the arguments from `trailing` on are dropped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packing {
-    pub arg: Vec<u8>,
-    pub leading: usize,
-    pub trailing: usize,
-}
-
 impl Syntax {
-    /// Validates a whole call. `argv` (argument views, or the tests' byte slices) includes the
-    /// command name; `now_ms` (server clock, unix ms) only checks that a relative TTL does not
-    /// overflow. A packed call reads as the original, its pairs where they now are.
+    /// Validates a whole call, `argv` with the command name; `now_ms` (unix ms) only checks that
+    /// a relative TTL does not overflow. A packed call reads as the original.
     pub fn parse<A: AsRef<[u8]>>(
         self,
         argv: &[A],
@@ -64,12 +37,12 @@ impl Syntax {
         match unpacked {
             Some((original, shift)) => {
                 let request = self.parse_plain(&original, now_ms)?;
-                // The filter packs only options: every pair follows the packed argument, where
-                // the server read the keys. Anything else (a hand-made packed argument that
-                // holds keys, or a numkeys beyond the pairs) is refused.
-                let pairs = shifted(request.pairs.clone(), shift)
-                    .filter(|pairs| *pairs == (2..argv.len()))
-                    .ok_or(ParseError::Syntax)?;
+                // The filter packs only options: every pair follows the packed argument. Anything
+                // else (a hand-made one that holds keys, a numkeys beyond the pairs) is refused.
+                if request.pairs != (2 + shift..argv.len() + shift) {
+                    return Err(ParseError::Syntax);
+                }
+                let pairs = 2..argv.len();
                 Ok(Request { pairs, ..request })
             }
             None => self.parse_plain(argv, now_ms),
@@ -141,17 +114,6 @@ impl Syntax {
             .into_iter()
             .find(|syntax| value.eq_ignore_ascii_case(&syntax.label().to_string_lossy()))
     }
-
-    /// Whether errors follow SET's wording (TTL form) rather than the built-in's (NUMKEYS form).
-    pub fn follows_set_errors(self) -> bool {
-        self == Syntax::Ttl
-    }
-}
-
-/// `pairs` of an unpacked call where they are in the packed one (after its argument), or `None`.
-fn shifted(pairs: Range<usize>, shift: usize) -> Option<Range<usize>> {
-    let start = pairs.start.checked_sub(shift).filter(|start| *start >= 2)?;
-    Some(start..pairs.end.checked_sub(shift)?)
 }
 
 #[cfg(test)]

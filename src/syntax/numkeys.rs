@@ -1,6 +1,6 @@
-//! `SYNTAX NUMKEYS`, the built-in command of Redis 8.4+ and Valkey 9.1+, with their grammar (Redis
-//! 8.6.3): options after the pairs, any order and case, parsed like SET's (a repeat is allowed and
-//! the last time wins; only conflicting ones are a syntax error); also its keys and COMMAND DOCS.
+//! `SYNTAX NUMKEYS`, the built-in of Redis 8.4+ and Valkey 9.1+ with their grammar (Redis 8.6.3):
+//! `MSETEX numkeys key value ... [NX | XX] [EX | PX | EXAT | PXAT time | KEEPTTL]`, options parsed
+//! like SET's (a repeat is allowed, the last time wins); its packed form and COMMAND DOCS.
 
 use std::ops::Range;
 
@@ -8,14 +8,14 @@ use super::options::{
     expiry, parse_i64, Ack, Condition, Expiry, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{ARITY, CONDITION, DATA};
-use super::{packed, Packing};
-use crate::docs::{plain, token, valued, Arg, ArgKind, Docs, KeyDocs};
+use super::packed::{self, Packing};
+use crate::docs::{one_of, plain, token, valued, Arg, ArgKind, Docs, KeyDocs};
 
 /// Checks in the built-in's order: numkeys, pair count, option syntax, then the time's value.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
     let pairs = pairs(argv)?;
-    let options = options(argv, pairs.end)?;
-    let expiry = match options.expiry {
+    let (condition, option) = options(argv, pairs.end)?;
+    let expiry = match option {
         ExpiryOption::None => Expiry::Persist,
         ExpiryOption::Keep => Expiry::Keep,
         ExpiryOption::Unit(unit, index) => {
@@ -28,7 +28,7 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
     };
     Ok(Request {
         pairs,
-        condition: options.condition,
+        condition,
         expiry,
         ack: Ack::One,
     })
@@ -54,16 +54,10 @@ pub(super) fn pairs<A: AsRef<[u8]>>(argv: &[A]) -> Result<Range<usize>, ParseErr
 
 /// The expiry option of the NUMKEYS form, with the argv index of its time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ExpiryOption {
+pub(super) enum ExpiryOption {
     None,
     Keep,
     Unit(TimeUnit, usize),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct NumkeysOptions {
-    condition: Condition,
-    expiry: ExpiryOption,
 }
 
 /// The options after the pairs, by SET's rules: NX/XX exclude each other, as do the units and
@@ -71,51 +65,42 @@ pub(super) struct NumkeysOptions {
 pub(super) fn options<A: AsRef<[u8]>>(
     argv: &[A],
     from: usize,
-) -> Result<NumkeysOptions, ParseError> {
-    let mut options = NumkeysOptions {
-        condition: Condition::Always,
-        expiry: ExpiryOption::None,
-    };
+) -> Result<(Condition, ExpiryOption), ParseError> {
+    let (mut condition, mut expiry) = (Condition::Always, ExpiryOption::None);
     let mut index = from;
     while let Some(arg) = argv.get(index) {
         match Keyword::parse(arg.as_ref()).ok_or(ParseError::Syntax)? {
-            Keyword::Condition(condition) => {
-                if options.condition != Condition::Always && options.condition != condition {
+            Keyword::Condition(new) => {
+                if condition != Condition::Always && condition != new {
                     return Err(ParseError::Syntax);
                 }
-                options.condition = condition;
+                condition = new;
             }
             Keyword::KeepTtl => {
-                if matches!(options.expiry, ExpiryOption::Unit(..)) {
+                if matches!(expiry, ExpiryOption::Unit(..)) {
                     return Err(ParseError::Syntax);
                 }
-                options.expiry = ExpiryOption::Keep;
+                expiry = ExpiryOption::Keep;
             }
             Keyword::Unit(unit) => {
-                let conflicts = match options.expiry {
-                    ExpiryOption::None => false,
-                    ExpiryOption::Keep => true,
-                    ExpiryOption::Unit(other, _) => other != unit,
-                };
+                let conflicts = expiry == ExpiryOption::Keep
+                    || matches!(expiry, ExpiryOption::Unit(other, _) if other != unit);
                 if conflicts || index + 1 >= argv.len() {
                     return Err(ParseError::Syntax);
                 }
                 index += 1;
-                options.expiry = ExpiryOption::Unit(unit, index);
+                expiry = ExpiryOption::Unit(unit, index);
             }
         }
         index += 1;
     }
-    Ok(options)
+    Ok((condition, expiry))
 }
 
 /// numkeys and the options after the pairs, packed into one argument (`Syntax::pack`); `None` if
 /// nothing follows the pairs or numkeys is invalid (refused wherever it runs).
 pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
-    let pairs = pairs(argv).ok()?;
-    if pairs.end >= argv.len() {
-        return None;
-    }
+    let pairs = pairs(argv).ok().filter(|pairs| pairs.end < argv.len())?;
     let mut moved: Vec<&[u8]> = vec![argv.get(1)?.as_ref()];
     moved.extend(argv.get(pairs.end..)?.iter().map(AsRef::as_ref));
     Some(Packing {
@@ -124,8 +109,6 @@ pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
         trailing: pairs.end,
     })
 }
-
-// --- COMMAND DOCS ----------------------------------------------------------------------------
 
 /// The NUMKEYS form's docs, its keys where `keys` says.
 pub(super) fn docs(keys: KeyDocs) -> Docs {
@@ -145,18 +128,15 @@ const ARGS: &[Arg] = &[
     plain(c"numkeys", ArgKind::Integer),
     DATA,
     CONDITION,
-    Arg {
-        name: c"expiration",
-        kind: ArgKind::OneOf,
-        token: None,
-        optional: true,
-        multiple: false,
-        subargs: &[
+    one_of(
+        c"expiration",
+        true,
+        &[
             valued(c"seconds", ArgKind::Integer, c"EX"),
             valued(c"milliseconds", ArgKind::Integer, c"PX"),
             valued(c"unix-time-seconds", ArgKind::UnixTime, c"EXAT"),
             valued(c"unix-time-milliseconds", ArgKind::UnixTime, c"PXAT"),
             token(c"keepttl", c"KEEPTTL"),
         ],
-    },
+    ),
 ];

@@ -1,49 +1,39 @@
 //! What both syntaxes share: [`Request`], the errors, option keywords, time checks, Redis's
-//! integer syntax and the COMMAND DOCS parts both describe.
+//! integer syntax and COMMAND DOCS parts.
 
 use std::ffi::CStr;
 use std::ops::Range;
 
 pub(super) use crate::deadline::Expiry;
-use crate::docs::{plain, token, Arg, ArgKind};
+use crate::docs::{one_of, plain, token, Arg, ArgKind};
 
 /// ACL categories on Redis 7.2+ (older: rules by name; on 7.0 `acl` checks MSET, which has them).
 pub const ACL_CATEGORIES: &CStr = c"write string slow";
 pub const ARITY: i32 = -4;
 
-/// `[NX | XX]`
-pub(super) const CONDITION: Arg = Arg {
-    name: c"condition",
-    kind: ArgKind::OneOf,
-    token: None,
-    optional: true,
-    multiple: false,
-    subargs: &[token(c"nx", c"NX"), token(c"xx", c"XX")],
-};
+pub(super) const CONDITION: Arg = one_of(
+    c"condition",
+    true,
+    &[token(c"nx", c"NX"), token(c"xx", c"XX")],
+);
 
 /// `key value [key value ...]`
 pub const DATA: Arg = Arg {
-    name: c"data",
-    kind: ArgKind::Block,
-    token: None,
-    optional: false,
     multiple: true,
     subargs: &[
         plain(c"key", ArgKind::Key),
         plain(c"value", ArgKind::String),
     ],
+    ..plain(c"data", ArgKind::Block)
 };
 
 /// Why a call was refused before any write; one error reply each (`outcome::parse_error_text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
-    /// `ERR wrong number of arguments for '<cmd>' command`
     WrongArity,
-    /// `ERR syntax error` (a repeated, conflicting or unknown option)
+    /// A repeated, conflicting or unknown option.
     Syntax,
-    /// `ERR value is not an integer or out of range`
     NotAnInteger,
-    /// `ERR invalid expire time in '<cmd>' command`
     InvalidExpireTime,
     /// NUMKEYS: numkeys is not an integer from 1 to 2^31-1.
     InvalidNumkeys,
@@ -146,35 +136,11 @@ pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, P
 /// zeros, at most 20 bytes; `None` otherwise (overflow too). The same rule decides which values
 /// Redis stores as `int`, so the write path reuses it.
 pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
-    // 20 bytes hold "-9223372036854775808"; anything longer cannot fit.
-    if bytes.is_empty() || bytes.len() > 20 {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    // Only "0" may start with 0: this rejects "", "-", "-0", "01", "+1" (which `parse` takes).
+    let canonical = bytes == b"0" || matches!(digits.first(), Some(b'1'..=b'9'));
+    if bytes.len() > 20 || !canonical || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    if bytes == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match bytes.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, bytes),
-    };
-    // The first digit must be 1-9: this rejects "", "-", "-0", "01", "+1".
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut magnitude: u64 = 0;
-    for &byte in digits {
-        if !byte.is_ascii_digit() {
-            return None;
-        }
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(byte - b'0'))?;
-    }
-    if negative {
-        // i64::MIN has no positive counterpart, so go through i128.
-        i64::try_from(-i128::from(magnitude)).ok()
-    } else {
-        i64::try_from(magnitude).ok()
-    }
+    std::str::from_utf8(bytes).ok()?.parse().ok()
 }

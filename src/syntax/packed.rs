@@ -1,11 +1,26 @@
-//! A call rewritten so its keys sit at 2, 4, ...: where keys come from key specs only and options
-//! would be read as keys, the command filter moves the options into argv[1] (`Syntax::pack`), and
-//! the parser reads the packed call as the original (`Syntax::unpacked`). The packed argument is a
-//! NUL byte, then each replaced argument as `<length>:<bytes>`: `"\0" "2:NX" "2:PX" "5:60000"` for
-//! `NX PX 60000`. No option, time or numkeys starts with a NUL byte.
+//! The filter's packed argument (`Syntax::pack`, `Syntax::unpacked`): a NUL byte, then each
+//! replaced argument as `<length>:<bytes>` (`"\0" "2:NX" "2:PX" "5:60000"` for `NX PX 60000`). No
+//! option, time or numkeys starts with a NUL byte.
 
 /// The first byte of a packed argument.
 const MARK: u8 = 0;
+
+/// Whether a call's argv[1] may be the command filter's packed form: only where this deployment
+/// packs (`keys.rs`); elsewhere a client's hand-made one is read as sent (and refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packed {
+    Read,
+    Plain,
+}
+
+/// A call with its options moved into argv[1] (`packed`): the packed argument replaces
+/// argv[1..1 + `leading`]; the arguments from `trailing` on are dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packing {
+    pub arg: Vec<u8>,
+    pub leading: usize,
+    pub trailing: usize,
+}
 
 /// Packs `args` into one argument.
 pub(super) fn encode<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {

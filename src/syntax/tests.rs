@@ -5,6 +5,7 @@
 use super::*;
 use crate::deadline::Expiry;
 use proptest::prelude::*;
+use std::ops::Range;
 
 const NOW: i64 = 1_700_000_000_000;
 

@@ -1,52 +1,28 @@
-//! `SYNTAX TTL`, the default: its grammar, where its keys are, its options packed into one
-//! argument (for servers that read keys from key specs only) and its COMMAND DOCS.
+//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`, its
+//! options packed into one argument and its COMMAND DOCS.
 
+use super::numkeys;
 use super::options::{
     expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{ARITY, CONDITION, DATA};
-use super::{numkeys, packed, Packing};
-use crate::docs::{plain, token, Arg, ArgKind, Docs, KeyDocs};
+use super::packed::{self, Packing};
+use crate::docs::{one_of, plain, token, Arg, ArgKind, Docs, KeyDocs};
 
-/// What the TTL form's leading options say, and where its time and keys are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct TtlLayout<'a> {
-    condition: Condition,
-    unit: TimeUnit,
-    time: &'a [u8],
-    first_key: usize,
-}
-
+/// Options (at most one of each group, any order), then time, then at least one whole pair.
 /// Checks in order: the NUMKEYS shape, arity, options, arity again, the integer, its range.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
     if has_numkeys_shape(argv) {
         return Err(ParseError::NumkeysShape);
     }
-    let layout = layout(argv)?;
-    let time = parse_i64(layout.time).ok_or(ParseError::NotAnInteger)?;
-    Ok(Request {
-        pairs: layout.first_key..argv.len(),
-        condition: layout.condition,
-        expiry: expiry(layout.unit, time, now_ms)?,
-        ack: match layout.condition {
-            Condition::Always => Ack::Ok,
-            Condition::NoneExist | Condition::AllExist => Ack::One,
-        },
-    })
-}
-
-/// Options (at most one of each group, any order), then time, then at least one whole pair.
-fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
     if argv.len() < MIN_ARGC {
         return Err(ParseError::WrongArity);
     }
     // The options end at the first argument that is none (KEEPTTL is none here).
     let count = leading_options(argv);
-    let words = argv.iter().skip(1).take(count);
-    let options = read_options(words.map(|arg| Keyword::parse(arg.as_ref())));
+    let (condition, unit) = read_options(argv.get(1..1 + count).unwrap_or_default())?;
     let time = argv.get(1 + count).map(AsRef::as_ref);
     let first_key = 2 + count;
-    let (condition, unit) = options?;
     // KEEPTTL is the numkeys form's: where the time goes, say so.
     if time.is_some_and(|time| Keyword::parse(time) == Some(Keyword::KeepTtl)) {
         return Err(ParseError::KeepTtl);
@@ -64,22 +40,24 @@ fn layout<A: AsRef<[u8]>>(argv: &[A]) -> Result<TtlLayout<'_>, ParseError> {
             ParseError::WrongArity
         });
     };
-    Ok(TtlLayout {
+    let time = parse_i64(time).ok_or(ParseError::NotAnInteger)?;
+    Ok(Request {
+        pairs: first_key..argv.len(),
         condition,
-        unit,
-        time,
-        first_key,
+        expiry: expiry(unit, time, now_ms)?,
+        ack: if condition == Condition::Always {
+            Ack::Ok
+        } else {
+            Ack::One
+        },
     })
 }
 
 /// At most one condition and one unit; a repeated group or a non-option is a syntax error.
-fn read_options(
-    keywords: impl Iterator<Item = Option<Keyword>>,
-) -> Result<(Condition, TimeUnit), ParseError> {
-    let mut condition = None;
-    let mut unit = None;
-    for keyword in keywords {
-        let slot_taken = match keyword {
+fn read_options<A: AsRef<[u8]>>(options: &[A]) -> Result<(Condition, TimeUnit), ParseError> {
+    let (mut condition, mut unit) = (None, None);
+    for option in options {
+        let slot_taken = match Keyword::parse(option.as_ref()) {
             Some(Keyword::Condition(c)) => condition.replace(c).is_some(),
             Some(Keyword::Unit(u)) => unit.replace(u).is_some(),
             Some(Keyword::KeepTtl) | None => true,
@@ -94,20 +72,15 @@ fn read_options(
     ))
 }
 
-/// True for NX, XX, EX, PX, EXAT and PXAT: the options before the time.
-fn is_ttl_option(arg: &[u8]) -> bool {
-    matches!(
-        Keyword::parse(arg),
-        Some(Keyword::Condition(_) | Keyword::Unit(_))
-    )
-}
-
-/// How many arguments from argv[1] on are options.
+/// How many arguments from argv[1] on are options (NX, XX, EX, PX, EXAT, PXAT).
 fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
-    argv.iter()
-        .skip(1)
-        .take_while(|arg| is_ttl_option(arg.as_ref()))
-        .count()
+    let is_option = |arg: &A| {
+        matches!(
+            Keyword::parse(arg.as_ref()),
+            Some(Keyword::Condition(_) | Keyword::Unit(_))
+        )
+    };
+    argv.iter().skip(1).take_while(|arg| is_option(arg)).count()
 }
 
 /// The leading options and the time, packed into one argument (`Syntax::pack`); `None` without
@@ -130,8 +103,6 @@ fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
         .is_ok_and(|pairs| pairs.end < argv.len() && numkeys::options(argv, pairs.end).is_ok())
 }
 
-// --- COMMAND DOCS ----------------------------------------------------------------------------
-
 /// The TTL form's docs, its keys where `keys` says.
 pub(super) fn docs(keys: KeyDocs) -> Docs {
     Docs {
@@ -147,19 +118,16 @@ pub(super) fn docs(keys: KeyDocs) -> Docs {
 /// `[NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]`
 const ARGS: &[Arg] = &[
     CONDITION,
-    Arg {
-        name: c"unit",
-        kind: ArgKind::OneOf,
-        token: None,
-        optional: true,
-        multiple: false,
-        subargs: &[
+    one_of(
+        c"unit",
+        true,
+        &[
             token(c"ex", c"EX"),
             token(c"px", c"PX"),
             token(c"exat", c"EXAT"),
             token(c"pxat", c"PXAT"),
         ],
-    },
+    ),
     plain(c"time", ArgKind::Integer),
     DATA,
 ];

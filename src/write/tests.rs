@@ -270,7 +270,7 @@ const ENVIRONMENT: Environment = Environment {
 };
 
 fn profile(product: Product, version: (u32, u32, u32)) -> Profile {
-    Profile::new(Some(&Server { product, version }), ENVIRONMENT)
+    Profile::new(&Server { product, version }, ENVIRONMENT)
 }
 
 fn redis(major: u32, minor: u32) -> Profile {
@@ -291,7 +291,7 @@ fn write<'s>(
     let pairs: Vec<&[u8]> = pairs.iter().map(|a| a.as_bytes()).collect();
     let mut deadline = Deadline::new(expiry);
     let mut recorder = Recorder::default();
-    let batching = Batching::choose(profile, &mut deadline, NOW);
+    let batching = Batching::choose(profile, expiry, NOW);
     let written = write_all(
         &store,
         profile,
@@ -526,41 +526,6 @@ fn redis_6_2_writes_through_the_key_api_as_7_0_does() {
 }
 
 #[test]
-fn an_unidentified_server_writes_every_key_with_set_in_argument_order() {
-    let store = Store::with(&[("b", Entry::string("bb"))]);
-    let pairs = ["a", "x", "b", "yy", "c", "3"];
-    let careful = Profile::new(None, ENVIRONMENT);
-    let (written, recorder) = write(&store, &careful, &pairs, Expiry::In(2000));
-    assert_eq!(written, 3);
-    let at = NOW + 2000;
-    assert_eq!(
-        store.lines("call"),
-        [
-            format!("call SET a x PXAT {at}"),
-            format!("call SET b yy PXAT {at}"),
-            format!("call SET c 3 PXAT {at}")
-        ]
-    );
-    // SET's events, key after key.
-    let events: Vec<String> = store.lines("event");
-    assert_eq!(
-        events,
-        [
-            "event set a",
-            "event expire a",
-            "event set b",
-            "event expire b",
-            "event set c",
-            "event expire c"
-        ]
-    );
-    assert!(recorder
-        .0
-        .iter()
-        .all(|(_, by, e)| *by == WrittenBy::Command && *e == Resolved::At(at)));
-}
-
-#[test]
 fn a_past_deadline_on_valkey_8_is_for_set_to_decide() {
     let store = Store::with(&[("old", Entry::string("x"))]);
     let past = NOW - 60_000;
@@ -780,7 +745,7 @@ fn run<'s>(
 ) -> Result<usize, Abort> {
     let mut wire = Wire::new(Recording(sent), replication, pairs, false);
     let mut deadline = Deadline::new(expiry);
-    let batching = Batching::choose(profile, &mut deadline, NOW);
+    let batching = Batching::choose(profile, expiry, NOW);
     let written = write_all(
         &store,
         profile,

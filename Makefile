@@ -62,7 +62,7 @@ lint: deps-build ## cargo fmt --check; cargo clippy with warnings and the unsafe
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings \
 		-D unsafe_op_in_unsafe_fn -D clippy::undocumented_unsafe_blocks
 
-bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; ~27 min); writes docs/BENCHMARKS.md
+bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; 8 to 30 min by machine); writes docs/BENCHMARKS.md
 	$(CARGO) build --release --locked -p msetex-floor
 	$(CARGO) run --release --locked -p msetex-bench -- --rounds $(ROUNDS)
 

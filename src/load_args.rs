@@ -1,6 +1,8 @@
 //! The load arguments `[SYNTAX TTL | NUMKEYS] [REPLICATE SET | MSETEX] [COMMAND-NAME name]`,
 //! pure; a bad argument fails the load with the error's log line.
 
+use std::ffi::CStr;
+
 use crate::replication::Replicate;
 use crate::syntax::Syntax;
 
@@ -50,18 +52,29 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
             "COMMAND-NAME" => options.command_name = valid_command_name(&value(&mut rest)?)?,
             "SYNTAX" => {
                 let value = value(&mut rest)?;
-                options.syntax = Syntax::named(&value)
+                options.syntax = named(&[Syntax::Ttl, Syntax::Numkeys], Syntax::label, &value)
                     .ok_or_else(|| format!("unknown SYNTAX '{value}' (TTL or NUMKEYS)"))?;
             }
             "REPLICATE" => {
                 let value = value(&mut rest)?;
-                options.replicate = Replicate::named(&value)
+                let modes = [Replicate::Set, Replicate::Msetex];
+                options.replicate = named(&modes, Replicate::label, &value)
                     .ok_or_else(|| format!("unknown REPLICATE '{value}' (SET or MSETEX)"))?;
             }
             _ => return Err(format!("unknown load argument '{original}' ({USAGE})")),
         }
     }
     Ok(options)
+}
+
+/// The one of `choices` whose label `value` is, in any case.
+fn named<T: Copy>(choices: &[T], label: fn(T) -> &'static CStr, value: &str) -> Option<T> {
+    let is = |choice: &&T| {
+        value
+            .as_bytes()
+            .eq_ignore_ascii_case(label(**choice).to_bytes())
+    };
+    choices.iter().find(is).copied()
 }
 
 /// A name the server can register and clients type: printable ASCII, no spaces or `|` (subcommand

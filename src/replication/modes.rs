@@ -21,13 +21,6 @@ impl Replicate {
             Replicate::Msetex => c"msetex",
         }
     }
-
-    /// The mode a `REPLICATE` load argument names (any case).
-    pub fn named(value: &str) -> Option<Replicate> {
-        [Replicate::Set, Replicate::Msetex]
-            .into_iter()
-            .find(|mode| value.eq_ignore_ascii_case(&mode.label().to_string_lossy()))
-    }
 }
 
 /// What each call sends, decided at load from the mode, the syntax and the server.

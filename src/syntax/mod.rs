@@ -107,13 +107,6 @@ impl Syntax {
             Syntax::Numkeys => c"numkeys",
         }
     }
-
-    /// The syntax a `SYNTAX` load argument names (any case).
-    pub fn named(value: &str) -> Option<Syntax> {
-        [Syntax::Ttl, Syntax::Numkeys]
-            .into_iter()
-            .find(|syntax| value.eq_ignore_ascii_case(&syntax.label().to_string_lossy()))
-    }
 }
 
 #[cfg(test)]

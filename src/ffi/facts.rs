@@ -6,7 +6,7 @@ use libc::c_int;
 use redis_module::raw;
 
 use super::api::{RawCtx, API, OK};
-use super::call::{config_get, errno, CallReply, CallValue};
+use super::call::{clear_errno, config_get, errno, CallReply, CallValue};
 use super::ctx::Ctx;
 
 /// Reads `fields` of the INFO section `section`; missing fields are left out.
@@ -55,6 +55,7 @@ pub fn cluster_enabled(ctx: *mut RawCtx) -> bool {
 /// Whether `name` answers (not renamed away): a bare `RedisModule_Call` runs it or fails EINVAL.
 pub fn command_callable(ctx: *mut RawCtx, name: &CStr) -> bool {
     API.get().is_some_and(|api| {
+        clear_errno();
         // SAFETY: an empty format passes no arguments; ctx is the load context.
         let reply = unsafe { (api.call)(ctx, name.as_ptr(), c"".as_ptr()) };
         CallReply::new(reply, api).is_some() || errno() == Some(libc::EINVAL)

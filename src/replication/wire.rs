@@ -48,6 +48,8 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
     uncounted: usize,
     /// The deadline the written keys got (known once the first is written).
     expiry: Option<Resolved>,
+    /// That deadline as SET's options, made once.
+    set_options: Vec<Word>,
     ended: bool,
 }
 
@@ -73,6 +75,7 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
             sent: 0,
             uncounted: 0,
             expiry: None,
+            set_options: Vec::new(),
             ended: false,
         }
     }
@@ -135,8 +138,12 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         else {
             return false;
         };
-        let options = deadline::options(expiry.into());
-        let sent = self.link.replicate(c"SET", &[], &[*key, *value], &options);
+        if self.set_options.is_empty() {
+            self.set_options = deadline::options(expiry.into());
+        }
+        let sent = self
+            .link
+            .replicate(c"SET", &[], &[*key, *value], &self.set_options);
         self.sent += usize::from(sent);
         sent
     }

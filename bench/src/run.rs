@@ -79,16 +79,11 @@ struct Csv {
 /// msetex-floor`): `MSETEX_FLOOR`, or target/release/libmsetex_floor.so.
 /// Panics, saying how to build it, when the file is missing.
 pub fn floor_module() -> PathBuf {
-    let path = std::env::var_os("MSETEX_FLOOR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/release/libmsetex_floor.so"));
-    assert!(
-        path.is_file(),
-        "the floor module is not at {} (run `cargo build --release --locked -p msetex-floor`, \
-         as make bench does, or set MSETEX_FLOOR)",
-        path.display()
-    );
-    path
+    built_library(
+        "MSETEX_FLOOR",
+        "libmsetex_floor.so",
+        "run `cargo build --release --locked -p msetex-floor`, as make bench does",
+    )
 }
 
 impl Bench {

@@ -27,12 +27,18 @@ pub fn repo_root() -> PathBuf {
 
 /// Path of the module library under test.
 pub fn module_path() -> PathBuf {
-    let path = std::env::var_os("MSETEX_MODULE")
+    built_library("MSETEX_MODULE", "libmsetex.so", "run `make build` first")
+}
+
+/// A library the build leaves in target/release as `file`, or the path in the environment
+/// variable `var`. Panics, saying `how` to build it, when the file is missing.
+pub fn built_library(var: &str, file: &str, how: &str) -> PathBuf {
+    let path = std::env::var_os(var)
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/release/libmsetex.so"));
+        .unwrap_or_else(|| repo_root().join("target/release").join(file));
     assert!(
         path.is_file(),
-        "module not found at {} (run `make build` first, or set MSETEX_MODULE)",
+        "{file} not found at {} ({how}, or set {var})",
         path.display()
     );
     path

@@ -94,10 +94,12 @@ fn readme_first_call_is_what_the_server_answers() {
 
 /// Runs an example against `server`; returns what it printed.
 fn run_example(name: &str, server: &Server) -> String {
-    let output = Command::new(example_binary(name))
-        .arg(server.url())
-        .output()
-        .expect("run the example");
+    stdout_of(Command::new(example_binary(name)).arg(server.url()))
+}
+
+/// Runs `command` to completion; returns its stdout (it must succeed, else its output is shown).
+fn stdout_of(command: &mut Command) -> String {
+    let output = command.output().expect("run the client");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
@@ -173,16 +175,10 @@ fn the_redis_py_example_runs() {
         return;
     }
     let server = Server::start();
-    let output = Command::new(python.unwrap_or("python3"))
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/redis_py.py"))
-        .arg(server.url())
-        .output()
-        .expect("run the example");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = stdout_of(
+        Command::new(python.unwrap_or("python3"))
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/redis_py.py"))
+            .arg(server.url()),
     );
     assert_the_examples_writes(&server, &stdout);
 }
@@ -261,17 +257,11 @@ fn the_node_typed_clients_run_on_the_numkeys_form() {
     let server = ServerConfig::default()
         .module_args(&["SYNTAX", "NUMKEYS"])
         .start();
-    let output = Command::new("node")
-        .arg("typed_clients.mjs")
-        .arg(server.url())
-        .current_dir(&dir)
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = stdout_of(
+        Command::new("node")
+            .arg("typed_clients.mjs")
+            .arg(server.url())
+            .current_dir(&dir),
     );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");

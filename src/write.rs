@@ -92,29 +92,23 @@ impl Batching {
             _ => Batching::Mset,
         }
     }
-}
 
-impl Batching {
     /// The server commands the write path may call here, and why (the load checks each exists).
     pub fn commands(profile: &Profile) -> Vec<(ServerCommand, &'static str)> {
-        let mut commands = Vec::new();
-        if !profile.builtin_batch() {
-            commands.push((
+        let batch = if profile.builtin_batch() {
+            (ServerCommand::Msetex, "writes what the key API cannot")
+        } else {
+            (
                 ServerCommand::Mset,
-                "writes the values the key API cannot store as SET does (integers, strings \
-                 SET embeds)",
-            ));
-        }
-        if profile.past_deadline == PastDeadline::DecidedBySet {
-            commands.push((
-                ServerCommand::Set,
-                "decides, key by key, what a deadline in the past does on this server",
-            ));
-        }
-        if profile.builtin_batch() {
-            commands.push((ServerCommand::Msetex, "writes what the key API cannot"));
-        }
-        commands
+                "writes the values the key API cannot store as SET does (integers, strings SET \
+                 embeds)",
+            )
+        };
+        let set = (profile.past_deadline == PastDeadline::DecidedBySet).then_some((
+            ServerCommand::Set,
+            "decides, key by key, what a deadline in the past does on this server",
+        ));
+        std::iter::once(batch).chain(set).collect()
     }
 }
 

@@ -4,7 +4,7 @@
 //! with and without the module.
 
 use super::commandstats::command_stats;
-use super::{Bench, FLOOR_EVENTS};
+use super::{flush_now, Bench, FLOOR_EVENTS};
 use crate::plan::{Setup, Values, TTL};
 use crate::statistics::{median, median_ratio, ratio_spread, Spread};
 use msetex_harness::{info_field, q, Connection, ServerConfig, TempDir};
@@ -100,7 +100,7 @@ fn time_big_calls(con: &mut Connection, name: &str, rounds: usize) -> BigCallSam
     for round in 0..rounds {
         for refresh in [false, true] {
             for caller in [BigCaller::Module, BigCaller::Mset, BigCaller::FloorEvents] {
-                q::<(), _>(con, &["FLUSHALL"]);
+                flush_now(con);
                 if refresh {
                     // Every key exists with a TTL and a value of the same length.
                     call(name, true, round + 1).query::<()>(con).expect("seed");
@@ -141,7 +141,7 @@ pub fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
     let values: Vec<String> = (1..=BIG_CALL).map(|i| format!("value{i}")).collect();
     let mut times: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     let mut time = |label: &'static str, con: &mut Connection, run: &dyn Fn(&mut Connection)| {
-        q::<(), _>(con, &["FLUSHALL"]);
+        flush_now(con);
         let start = Instant::now();
         run(con);
         times
@@ -228,7 +228,7 @@ fn bytes_per_key(
     values: Values,
     use_msetex: bool,
 ) -> f64 {
-    q::<(), _>(con, &["FLUSHALL"]);
+    flush_now(con);
     let used = |con: &mut Connection| -> f64 {
         info_field(con, "memory", "used_memory")
             .and_then(|v| v.parse().ok())

@@ -1,9 +1,6 @@
-//! Which server this is and what that means for MSETEX: the [`Profile`]. Redis 6.2 - 8.x and
-//! Valkey 7.2 - 9.x differ in how SET stores short strings, which events it fires, what it does
-//! with a past deadline, whether module calls count keyspace hits, and whether keys are asked for
-//! from an I/O thread. Each difference is decided once at load from `INFO server`, a few config
-//! values and which commands run; a fact the module cannot read gets the choice safe either way.
-//! Pure functions (no Redis types), so every server kind is unit-tested.
+//! Which server this is and what that means for MSETEX: the [`Profile`], each difference decided
+//! once at load from `INFO server`, a few config values and which commands run (a fact the module
+//! cannot read gets the choice safe either way). Pure, so every server kind is unit-tested.
 
 use std::ffi::CStr;
 
@@ -100,13 +97,10 @@ impl Server {
 
 /// "8.4.0" -> (8, 4, 0); a missing patch is 0; anything after `-` is ignored ("8.4.0-rc1").
 fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
-    let text = text.trim();
-    let core = text.split('-').next().unwrap_or(text);
-    let mut parts = core.split('.').map(|part| part.parse::<u32>().ok());
-    let major = parts.next().flatten()?;
-    let minor = parts.next().flatten()?;
-    let patch = parts.next().unwrap_or(Some(0))?;
-    Some((major, minor, patch))
+    let core = text.trim().split('-').next()?;
+    let mut parts = core.split('.').map(str::parse::<u32>);
+    let (major, minor) = (parts.next()?.ok()?, parts.next()?.ok()?);
+    Some((major, minor, parts.next().unwrap_or(Ok(0)).ok()?))
 }
 
 /// Facts only the server's configuration tells, as far as the module could read them.
@@ -151,39 +145,31 @@ impl ServerCommand {
             ServerCommand::Msetex => c"MSETEX",
         }
     }
-
-    fn bit(self) -> u8 {
-        1 << self as u8
-    }
 }
 
 /// The set of [`ServerCommand`]s a server runs under their own names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Callable(u8);
+pub struct Callable([bool; 3]);
 
 impl Callable {
     /// Every command there (what the unit tests start from).
     #[cfg(test)]
-    pub const ALL: Callable = Callable(0b111);
+    pub const ALL: Callable = Callable([true; 3]);
 
     /// The commands for which `probe` says yes.
-    pub fn probe(mut probe: impl FnMut(ServerCommand) -> bool) -> Callable {
-        Callable(
-            ServerCommand::ALL
-                .into_iter()
-                .filter(|command| probe(*command))
-                .fold(0, |bits, command| bits | command.bit()),
-        )
+    pub fn probe(probe: impl FnMut(ServerCommand) -> bool) -> Callable {
+        Callable(ServerCommand::ALL.map(probe))
     }
 
     pub fn has(self, command: ServerCommand) -> bool {
-        self.0 & command.bit() != 0
+        self.0.get(command as usize) == Some(&true)
     }
 
     /// The same set without `command` (as `rename-command command ""`).
     #[cfg(test)]
-    pub fn without(self, command: ServerCommand) -> Callable {
-        Callable(self.0 & !command.bit())
+    pub fn without(mut self, command: ServerCommand) -> Callable {
+        self.0 = ServerCommand::ALL.map(|other| other != command && self.has(other));
+        self
     }
 }
 

@@ -377,10 +377,11 @@ fn method_markdown(bench: &Bench, md: &mut String) {
         md,
         "- workloads: `overwrite` rewrites a fixed set of {OVERWRITE_KEYSPACE} keys that \
              all hold TTLs and values of the same size (reloaded with SET EX before every \
-             run), as a session store does; `fresh` starts each run with FLUSHALL and writes \
-             random keys from a space of {FRESH_KEYSPACE}, so every key is new. Values: 32 \
+             run), as a session store does; `fresh` writes random keys from a space of {FRESH_KEYSPACE}, so every key is new. Values: 32 \
              bytes, 1024 bytes, or the integer {INTEGER_VALUE} (stored as `int`). MSET sets \
-             no TTL: it is the yardstick every ratio is taken against."
+             no TTL: it is the yardstick every ratio is taken against. Every run starts with \
+             `FLUSHALL SYNC` (Valkey 8+ otherwise frees the last run's keys in the background, \
+             on the server's CPU, during the next run) and `MEMORY PURGE`."
     );
     let _ = writeln!(
         md,

@@ -67,7 +67,6 @@ module_api! {
         call_reply_length = RedisModule_CallReplyLength: fn(*mut RedisModuleCallReply) -> usize;
         call_reply_array_element = RedisModule_CallReplyArrayElement: fn(*mut RedisModuleCallReply, usize) -> *mut RedisModuleCallReply;
         call_reply_string_ptr = RedisModule_CallReplyStringPtr: fn(*mut RedisModuleCallReply, *mut usize) -> *const c_char;
-        call_reply_integer = RedisModule_CallReplyInteger: fn(*mut RedisModuleCallReply) -> c_longlong;
         free_call_reply = RedisModule_FreeCallReply: fn(*mut RedisModuleCallReply);
         reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
         reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;

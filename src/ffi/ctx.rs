@@ -4,7 +4,7 @@ use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::ptr::null_mut;
 
-use libc::c_int;
+use libc::{c_char, c_int};
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
 use super::api::{log, Api, LogLevel, API};
@@ -70,15 +70,20 @@ impl<'call> Arg<'call> {
     pub(super) fn of(api: &Api, ptr: *mut RedisModuleString) -> Arg<'call> {
         let mut len = 0usize;
         // SAFETY: ptr is a live string; the pointer StringPtrLen gives stays valid while it does.
-        let data = unsafe { (api.string_ptr_len)(ptr, &mut len) };
-        let bytes = if data.is_null() || len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: data points at len readable bytes owned by the string.
-            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-        };
+        let bytes = unsafe { bytes((api.string_ptr_len)(ptr, &mut len), len) };
         Arg { ptr, bytes }
     }
+}
+
+/// The `len` bytes at `data`; none if NULL.
+/// # Safety
+/// A non-null `data` points at `len` readable bytes that live for `'a`.
+pub(super) unsafe fn bytes<'a>(data: *const c_char, len: usize) -> &'a [u8] {
+    if data.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
 }
 
 /// Keyspace event classes (`notify-keyspace-events` `$`, `g`, and `o`: Redis 8.2+'s `overwritten`).

@@ -124,9 +124,6 @@ pub(super) fn api() -> Result<&'static Api, String> {
 
 /// Resolves the module API (loading is single-threaded: a value already stored is as valid).
 pub(super) fn init_api() -> Result<&'static Api, String> {
-    if let Some(api) = API.get() {
-        return Ok(api);
-    }
     let api = Api::resolve()
         .map_err(|missing| format!("this server does not export {missing}, which msetex needs"))?;
     Ok(API.get_or_init(|| api))

@@ -7,7 +7,7 @@ use libc::{c_char, c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 
 use super::api::{Api, OK};
-use super::ctx::{bytes, Arg, Ctx, OwnedString, Word};
+use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
@@ -16,21 +16,19 @@ type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
      $( $size:literal => [$($i:literal)+] ),+) => {
-        match $chunk.len() {
-            $( $size => match <&[FreshPair; $size]>::try_from($chunk) {
-                Ok(c) => ($ctx.api.call)(
-                    $ctx.raw,
-                    $command,
-                    $format,
-                    $head.0,
-                    $head.1,
-                    $( c[$i].0, c[$i].1, c[$i].2, )+
-                    $tail.0,
-                    $tail.1,
-                ),
-                Err(_) => std::ptr::null_mut(),
-            }, )+
-            _ => std::ptr::null_mut(),
+        $( if let Ok(c) = <&[FreshPair; $size]>::try_from($chunk) {
+            ($ctx.api.call)(
+                $ctx.raw,
+                $command,
+                $format,
+                $head.0,
+                $head.1,
+                $( c[$i].0, c[$i].1, c[$i].2, )+
+                $tail.0,
+                $tail.1,
+            )
+        } else )+ {
+            std::ptr::null_mut()
         }
     };
 }
@@ -271,7 +269,7 @@ unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) 
             raw::REDISMODULE_REPLY_STRING => {
                 let mut len = 0usize;
                 let text = (api.call_reply_string_ptr)(reply, &mut len);
-                CallValue::Text(bytes(text, len).to_vec())
+                CallValue::Text(slice(text.cast(), len).to_vec())
             }
             raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
                 let items = (0..(api.call_reply_length)(reply)).map(|i| {

@@ -60,7 +60,6 @@ module_api! {
         set_lfu = RedisModule_SetLFU: fn(*mut RedisModuleKey, c_longlong) -> c_int;
         string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
         create_string = RedisModule_CreateString: fn(*mut RedisModuleCtx, *const c_char, usize) -> *mut RedisModuleString;
-        create_string_from_long_long = RedisModule_CreateStringFromLongLong: fn(*mut RedisModuleCtx, c_longlong) -> *mut RedisModuleString;
         free_string = RedisModule_FreeString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
         notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
         call_reply_type = RedisModule_CallReplyType: fn(*mut RedisModuleCallReply) -> c_int;
@@ -137,12 +136,10 @@ impl<T: 'static> Slot<T> {
     pub const fn new() -> Slot<T> {
         Slot(AtomicPtr::new(std::ptr::null_mut()))
     }
-
     pub fn set(&self, value: T) {
         self.0
             .store(Box::into_raw(Box::new(value)), Ordering::Release);
     }
-
     pub fn get(&self) -> Option<&'static T> {
         // SAFETY: a non-null pointer came from Box::into_raw in `set` and is never freed.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }

@@ -85,8 +85,7 @@ impl<'call> Ctx<'call> {
         succeeded(unsafe { self.call_argv(command, &format, &mut argv(&head, flat, tail)) })
     }
 
-    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`), each with the format
-    /// fixed for its size; `head` makes the head of `n` pairs.
+    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`); `head(n)`: n pairs' head.
     fn call_fresh(
         &self,
         command: &CStr,
@@ -224,7 +223,6 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// A call reply of ours, freed on drop.
 pub(super) struct CallReply {
     ptr: *mut RedisModuleCallReply,
     api: &'static Api,
@@ -299,7 +297,6 @@ pub(super) fn clear_errno() {
     // SAFETY: errno is this thread's; writing it has no other effect.
     unsafe { *libc::__errno_location() = 0 };
 }
-
 pub(super) fn errno() -> Option<i32> {
     std::io::Error::last_os_error()
         .raw_os_error()

@@ -185,11 +185,7 @@ impl<'call> Ctx<'call> {
             .iter()
             .map(|word| match *word {
                 Word::Text(text) => self.string(text),
-                Word::Number(n) => {
-                    // SAFETY: a NULL ctx makes the string ours to free.
-                    let ptr = unsafe { (self.api.create_string_from_long_long)(null_mut(), n) };
-                    OwnedString::new(ptr, self.api)
-                }
+                Word::Number(n) => self.string(n.to_string().as_bytes()),
             })
             .collect()
     }

@@ -104,8 +104,8 @@ impl AclUser<'_> {
     /// command, its keys with their access flags, in one selector; a renamed-away name is refused.
     pub fn allows(&mut self, parts: &[&[Arg<'_>]]) -> bool {
         self.argv.clear();
-        let args = parts.iter().flat_map(|part| part.iter());
-        self.argv.extend(args.map(|arg| arg.ptr));
+        self.argv
+            .extend(parts.iter().copied().flatten().map(|arg| arg.ptr));
         let Ok(argc) = c_int::try_from(self.argv.len()) else {
             return false;
         };

@@ -60,14 +60,12 @@ module_api! {
         set_lfu = RedisModule_SetLFU: fn(*mut RedisModuleKey, c_longlong) -> c_int;
         string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
         create_string = RedisModule_CreateString: fn(*mut RedisModuleCtx, *const c_char, usize) -> *mut RedisModuleString;
-        create_string_from_long_long = RedisModule_CreateStringFromLongLong: fn(*mut RedisModuleCtx, c_longlong) -> *mut RedisModuleString;
         free_string = RedisModule_FreeString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
         notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
         call_reply_type = RedisModule_CallReplyType: fn(*mut RedisModuleCallReply) -> c_int;
         call_reply_length = RedisModule_CallReplyLength: fn(*mut RedisModuleCallReply) -> usize;
         call_reply_array_element = RedisModule_CallReplyArrayElement: fn(*mut RedisModuleCallReply, usize) -> *mut RedisModuleCallReply;
         call_reply_string_ptr = RedisModule_CallReplyStringPtr: fn(*mut RedisModuleCallReply, *mut usize) -> *const c_char;
-        call_reply_integer = RedisModule_CallReplyInteger: fn(*mut RedisModuleCallReply) -> c_longlong;
         free_call_reply = RedisModule_FreeCallReply: fn(*mut RedisModuleCallReply);
         reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
         reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
@@ -125,9 +123,6 @@ pub(super) fn api() -> Result<&'static Api, String> {
 
 /// Resolves the module API (loading is single-threaded: a value already stored is as valid).
 pub(super) fn init_api() -> Result<&'static Api, String> {
-    if let Some(api) = API.get() {
-        return Ok(api);
-    }
     let api = Api::resolve()
         .map_err(|missing| format!("this server does not export {missing}, which msetex needs"))?;
     Ok(API.get_or_init(|| api))
@@ -141,12 +136,10 @@ impl<T: 'static> Slot<T> {
     pub const fn new() -> Slot<T> {
         Slot(AtomicPtr::new(std::ptr::null_mut()))
     }
-
     pub fn set(&self, value: T) {
         self.0
             .store(Box::into_raw(Box::new(value)), Ordering::Release);
     }
-
     pub fn get(&self) -> Option<&'static T> {
         // SAFETY: a non-null pointer came from Box::into_raw in `set` and is never freed.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }

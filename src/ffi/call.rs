@@ -6,8 +6,8 @@ use std::ptr::null_mut;
 use libc::{c_char, c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 
-use super::api::{Api, RawCtx, OK};
-use super::ctx::{Arg, Ctx, OwnedString, Word};
+use super::api::{Api, OK};
+use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
@@ -16,21 +16,19 @@ type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
      $( $size:literal => [$($i:literal)+] ),+) => {
-        match $chunk.len() {
-            $( $size => match <&[FreshPair; $size]>::try_from($chunk) {
-                Ok(c) => ($ctx.api.call)(
-                    $ctx.raw,
-                    $command,
-                    $format,
-                    $head.0,
-                    $head.1,
-                    $( c[$i].0, c[$i].1, c[$i].2, )+
-                    $tail.0,
-                    $tail.1,
-                ),
-                Err(_) => std::ptr::null_mut(),
-            }, )+
-            _ => std::ptr::null_mut(),
+        $( if let Ok(c) = <&[FreshPair; $size]>::try_from($chunk) {
+            ($ctx.api.call)(
+                $ctx.raw,
+                $command,
+                $format,
+                $head.0,
+                $head.1,
+                $( c[$i].0, c[$i].1, c[$i].2, )+
+                $tail.0,
+                $tail.1,
+            )
+        } else )+ {
+            std::ptr::null_mut()
         }
     };
 }
@@ -76,33 +74,30 @@ impl<'call> Ctx<'call> {
             Head::Numkeys => self.words(&[Word::Number(pairs as i64)]),
             Head::None => Some(Vec::new()),
         };
-        let mut tail: Vec<*mut RedisModuleString> = tail.iter().map(|s| s.ptr).collect();
-        if values == Values::AsTheyAre {
-            let format = CString::new(format!("{bang}v"));
-            let (Some(head), Ok(format)) = (head(flat.len() / 2), format) else {
-                return false;
-            };
-            let mut argv: Vec<_> = head.iter().map(|s| s.ptr).collect();
-            argv.extend(flat.iter().map(|arg| arg.ptr).chain(tail));
-            // SAFETY: argv holds live strings: head's, the call's arguments and tail's.
-            return succeeded(unsafe { self.call_argv(command, &format, &mut argv) });
+        if values == Values::Fresh {
+            return self.call_fresh(command, bang, &head, flat, tail);
         }
-        self.call_fresh(command, bang, &head, flat, &mut tail)
+        let format = CString::new(format!("{bang}v"));
+        let (Some(head), Ok(format)) = (head(flat.len() / 2), format) else {
+            return false;
+        };
+        // SAFETY: head's strings, the call's arguments and tail's are live.
+        succeeded(unsafe { self.call_argv(command, &format, &mut argv(&head, flat, tail)) })
     }
 
-    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`), each with the format
-    /// fixed for its size; `head` makes the head of `n` pairs.
+    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`); `head(n)`: n pairs' head.
     fn call_fresh(
         &self,
         command: &CStr,
         bang: &str,
         head: &dyn Fn(usize) -> Option<Vec<OwnedString>>,
         flat: &[Arg<'call>],
-        tail: &mut [*mut RedisModuleString],
+        tail: &[OwnedString],
     ) -> bool {
         let fresh = |(k, v): (&Arg, &Arg)| (k.ptr, v.bytes.as_ptr().cast(), v.bytes.len());
         let values = flat.iter().skip(1).step_by(2);
         let pairs: Vec<FreshPair> = flat.iter().step_by(2).zip(values).map(fresh).collect();
+        let mut tail = argv(tail, &[], &[]);
         let mut rest = pairs.as_slice();
         while !rest.is_empty() {
             let (chunk, more) = rest.split_at(1 << rest.len().min(64).ilog2());
@@ -111,7 +106,7 @@ impl<'call> Ctx<'call> {
             let (Some(head), Ok(format)) = (head(chunk.len()), format) else {
                 return false;
             };
-            let mut head_ptrs: Vec<*mut RedisModuleString> = head.iter().map(|s| s.ptr).collect();
+            let mut head_ptrs = argv(&head, &[], &[]);
             let head_vector = (head_ptrs.as_mut_ptr(), head_ptrs.len());
             let tail_vector = (tail.as_mut_ptr(), tail.len());
             // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
@@ -157,9 +152,8 @@ impl<'call> Ctx<'call> {
     pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<CallValue> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
-        let mut ptrs: Vec<*mut RedisModuleString> = strings.iter().map(|s| s.ptr).collect();
-        // SAFETY: ptrs holds live module strings.
-        let reply = unsafe { self.call_argv(command, c"v", &mut ptrs) }?;
+        // SAFETY: the strings are live.
+        let reply = unsafe { self.call_argv(command, c"v", &mut argv(&strings, &[], &[])) }?;
         // SAFETY: reply is live until dropped, after this.
         Some(unsafe { call_value(self.api, reply.ptr, 0) })
     }
@@ -200,11 +194,7 @@ impl<'call> Ctx<'call> {
         pairs: &[Arg<'call>],
         tail: &[OwnedString],
     ) -> bool {
-        let heads = head.iter().map(|s| s.ptr);
-        let mut argv: Vec<*mut RedisModuleString> = heads
-            .chain(pairs.iter().map(|a| a.ptr))
-            .chain(tail.iter().map(|s| s.ptr))
-            .collect();
+        let mut argv = argv(head, pairs, tail);
         // SAFETY: "v": an array of live module strings and its length; the server refs them.
         let status = unsafe {
             (self.api.replicate)(
@@ -233,7 +223,6 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// A call reply of ours, freed on drop.
 pub(super) struct CallReply {
     ptr: *mut RedisModuleCallReply,
     api: &'static Api,
@@ -263,12 +252,10 @@ fn succeeded(reply: Option<CallReply>) -> bool {
 }
 
 /// A reply of [`Ctx::call`], copied out of the server's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallValue {
     Text(Vec<u8>),
-    Integer(i64),
     Array(Vec<CallValue>),
-    Error(String),
+    /// Any other reply, an error included.
     Nil,
 }
 
@@ -276,11 +263,12 @@ pub enum CallValue {
 unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) -> CallValue {
     // SAFETY: reply is live (the caller's contract), and so are its elements (or NULL) while it is.
     unsafe {
-        let text = || reply_text(api, reply).unwrap_or_default();
         match (api.call_reply_type)(reply) as isize {
-            raw::REDISMODULE_REPLY_STRING => CallValue::Text(text().into_bytes()),
-            raw::REDISMODULE_REPLY_ERROR => CallValue::Error(text()),
-            raw::REDISMODULE_REPLY_INTEGER => CallValue::Integer((api.call_reply_integer)(reply)),
+            raw::REDISMODULE_REPLY_STRING => {
+                let mut len = 0usize;
+                let text = (api.call_reply_string_ptr)(reply, &mut len);
+                CallValue::Text(slice(text.cast(), len).to_vec())
+            }
             raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
                 let items = (0..(api.call_reply_length)(reply)).map(|i| {
                     let item = (api.call_reply_array_element)(reply, i);
@@ -293,40 +281,22 @@ unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) 
     }
 }
 
-/// `CONFIG GET name` through the server: the value, if it has one.
-pub(super) fn config_get(ctx: *mut RawCtx, api: &'static Api, name: &CStr) -> Option<String> {
-    let (config, get) = (c"CONFIG".as_ptr(), c"GET".as_ptr());
-    // SAFETY: format "cc" matches two C strings; ctx is a live context.
-    let reply = unsafe { (api.call)(ctx, config, c"cc".as_ptr(), get, name.as_ptr()) };
-    let reply = CallReply::new(reply, api)?;
-    // The reply is [name, value] (a map of one entry in RESP3).
-    // SAFETY: reply is live until dropped, after this; elements (or NULL) belong to it.
-    unsafe {
-        let pair = (api.call_reply_length)(reply.ptr) >= 2;
-        let value = pair.then(|| (api.call_reply_array_element)(reply.ptr, 1))?;
-        reply_text(api, value)
-    }
-}
-
-/// The text of a string call reply (NULL or live), copied.
-unsafe fn reply_text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<String> {
-    if reply.is_null() {
-        return None;
-    }
-    let mut len = 0usize;
-    // SAFETY: reply is live (the caller's contract); its string pointer has len bytes it owns.
-    let bytes = unsafe {
-        let ptr = (api.call_reply_string_ptr)(reply, &mut len);
-        (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len))
-    };
-    Some(String::from_utf8_lossy(bytes?).into_owned())
+/// The pointers of `head`, `pairs` and `tail`, in order: a "v" argument.
+fn argv(
+    head: &[OwnedString],
+    pairs: &[Arg<'_>],
+    tail: &[OwnedString],
+) -> Vec<*mut RedisModuleString> {
+    let (head, tail) = (head.iter().map(|s| s.ptr), tail.iter().map(|s| s.ptr));
+    head.chain(pairs.iter().map(|arg| arg.ptr))
+        .chain(tail)
+        .collect()
 }
 
 pub(super) fn clear_errno() {
     // SAFETY: errno is this thread's; writing it has no other effect.
     unsafe { *libc::__errno_location() = 0 };
 }
-
 pub(super) fn errno() -> Option<i32> {
     std::io::Error::last_os_error()
         .raw_os_error()

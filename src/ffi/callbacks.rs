@@ -12,7 +12,6 @@ use super::ctx::{Arg, Ctx, KeyPositions, OwnedString, Reply};
 /// A command the module registers (see [`super::create_command`]).
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
-
     /// Answers the server's "where are the keys" call (commands with the `getkeys-api` flag).
     fn declare_keys(_positions: &KeyPositions, _args: &[Arg<'_>]) {}
 }
@@ -42,9 +41,8 @@ pub enum InfoValue {
     Text(&'static CStr),
 }
 
-/// The module's INFO section (see [`super::register_info`]).
+/// The module's INFO section (see [`super::register_info`]): its fields, in order.
 pub trait InfoSection {
-    /// Its fields, in order; `aof_on`: the AOF is on.
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
 }
 
@@ -166,12 +164,12 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             return;
         }
         // SAFETY: every position below count exists.
-        let args: Vec<&[u8]> = (0..count)
-            .filter_map(|i| unsafe { filter.arg(i) })
-            .collect();
-        if args.len() != usize::try_from(count).unwrap_or(0) {
+        let Some(args) = (0..count)
+            .map(|i| unsafe { filter.arg(i) })
+            .collect::<Option<Vec<_>>>()
+        else {
             return;
-        }
+        };
         let mut argc = args.len();
         for change in H::filter(&args) {
             // SAFETY: the positions exist (checked, and tracked through each change).

@@ -70,15 +70,20 @@ impl<'call> Arg<'call> {
     pub(super) fn of(api: &Api, ptr: *mut RedisModuleString) -> Arg<'call> {
         let mut len = 0usize;
         // SAFETY: ptr is a live string; the pointer StringPtrLen gives stays valid while it does.
-        let data = unsafe { (api.string_ptr_len)(ptr, &mut len) };
-        let bytes = if data.is_null() || len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: data points at len readable bytes owned by the string.
-            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-        };
+        let bytes = unsafe { slice((api.string_ptr_len)(ptr, &mut len).cast(), len) };
         Arg { ptr, bytes }
     }
+}
+
+/// The `len` items at `data`; none if NULL.
+/// # Safety
+/// A non-null `data` points at `len` items that live for `'a`.
+pub(super) unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
+    if data.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(data, len) }
 }
 
 /// Keyspace event classes (`notify-keyspace-events` `$`, `g`, and `o`: Redis 8.2+'s `overwritten`).
@@ -118,11 +123,8 @@ impl<'call> Ctx<'call> {
         argc: c_int,
     ) -> Vec<Arg<'call>> {
         let argc = usize::try_from(argc).unwrap_or(0);
-        if argv.is_null() || argc == 0 {
-            return Vec::new();
-        }
         // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
-        let raw_args = unsafe { std::slice::from_raw_parts(argv, argc) };
+        let raw_args = unsafe { slice(argv, argc) };
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 
@@ -183,11 +185,7 @@ impl<'call> Ctx<'call> {
             .iter()
             .map(|word| match *word {
                 Word::Text(text) => self.string(text),
-                Word::Number(n) => {
-                    // SAFETY: a NULL ctx makes the string ours to free.
-                    let ptr = unsafe { (self.api.create_string_from_long_long)(null_mut(), n) };
-                    OwnedString::new(ptr, self.api)
-                }
+                Word::Number(n) => self.string(n.to_string().as_bytes()),
             })
             .collect()
     }

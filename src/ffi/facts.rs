@@ -6,7 +6,7 @@ use libc::c_int;
 use redis_module::raw;
 
 use super::api::{RawCtx, API, OK};
-use super::call::{clear_errno, config_get, errno, CallReply, CallValue};
+use super::call::{clear_errno, errno, CallReply, CallValue};
 use super::ctx::Ctx;
 
 /// Reads `fields` of the INFO section `section`; missing fields are left out.
@@ -41,7 +41,15 @@ pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
             return Some(value);
         }
     }
-    config_get(ctx, api, name).and_then(|value| value.trim().parse().ok())
+    // By CONFIG GET: [name, value].
+    let Some(CallValue::Array(reply)) = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])
+    else {
+        return None;
+    };
+    match reply.get(1)? {
+        CallValue::Text(value) => String::from_utf8_lossy(value).trim().parse().ok(),
+        _ => None,
+    }
 }
 
 pub fn cluster_enabled(ctx: *mut RawCtx) -> bool {

@@ -138,23 +138,19 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         // SAFETY: raw is an open write handle and value a live string.
         unsafe { (self.api.string_set)(self.raw, value.ptr) == OK }
     }
-
     fn expire_in(&mut self, ms: i64) -> Option<i64> {
         // SAFETY: raw is an open write handle on an existing key.
         let set = unsafe { (self.api.set_expire)(self.raw, ms) } == OK;
         set.then(|| self.deadline()).flatten()
     }
-
     fn expire_at(&mut self, deadline_ms: i64) -> bool {
         // SAFETY: raw is an open write handle.
         unsafe { (self.api.set_abs_expire)(self.raw, deadline_ms) == OK }
     }
-
     fn persist(&mut self) -> bool {
         // SAFETY: raw is an open write handle on an existing key.
         unsafe { (self.api.set_expire)(self.raw, raw::REDISMODULE_NO_EXPIRE as i64) == OK }
     }
-
     fn deadline(&self) -> Option<i64> {
         // Redis 8.6 reads the value unchecked: asking about a missing key crashes the server.
         // SAFETY: raw is an open key handle.
@@ -165,18 +161,15 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         let deadline = unsafe { (self.api.get_abs_expire)(self.raw) };
         (deadline != raw::REDISMODULE_NO_EXPIRE as i64).then_some(deadline)
     }
-
     fn mark_used_now(&mut self) {
         // SAFETY: raw is an open key handle; ERR under LFU changes nothing.
         unsafe { (self.api.set_lru)(self.raw, 0) };
     }
-
     fn lfu(&self) -> Option<i64> {
         let mut freq: c_longlong = 0;
         // SAFETY: raw is an open key handle; freq is a valid out pointer.
         (unsafe { (self.api.get_lfu)(self.raw, &mut freq) } == OK).then_some(freq)
     }
-
     fn set_lfu(&mut self, freq: i64) {
         // SAFETY: raw is an open key handle.
         unsafe { (self.api.set_lfu)(self.raw, freq) };

@@ -162,19 +162,9 @@ fn command<F>(
     Ok(Some((command, set)))
 }
 
-/// The terminator of an argument array, and every argument's unset fields.
-const ARG_END: CommandArg = CommandArg {
-    name: std::ptr::null(),
-    type_: 0,
-    key_spec_index: 0,
-    token: std::ptr::null(),
-    summary: std::ptr::null(),
-    since: std::ptr::null(),
-    flags: 0,
-    deprecated_since: std::ptr::null(),
-    subargs: std::ptr::null_mut(),
-    display_text: std::ptr::null(),
-};
+/// The terminator of an argument array (all zero, as in C), and every argument's unset fields.
+// SAFETY: every field is a pointer (NULL) or an integer.
+const ARG_END: CommandArg = unsafe { std::mem::zeroed() };
 
 /// The NULL-terminated C array of `args` (recursively), built in `arena`.
 fn command_args(args: &[docs::Arg], arena: &mut Vec<Vec<CommandArg>>) -> *mut CommandArg {
@@ -261,23 +251,9 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
     }
 }
 
-/// The terminator of a key spec array.
-const KEY_SPEC_END: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
-    notes: std::ptr::null(),
-    flags: 0,
-    begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INVALID,
-    bs: Bs {
-        index: BsIndex { pos: 0 },
-    },
-    find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_OMITTED,
-    fk: Fk {
-        range: FkRange {
-            lastkey: 0,
-            keystep: 0,
-            limit: 0,
-        },
-    },
-};
+/// The terminator of a key spec array: all zero, as in C (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
+// SAFETY: every field is a pointer (NULL), an integer or a union of integers.
+const KEY_SPEC_END: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
 
 /// Puts the command in ACL categories (Redis 7.2+).
 pub fn set_acl_categories(

@@ -12,7 +12,7 @@ use crate::loaded::{self, Loaded};
 use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
-use crate::write::{Batching, Fork};
+use crate::write::Batching;
 use crate::{stats, write};
 
 /// `MSETEX ...` in the syntax the module was loaded with.
@@ -81,31 +81,22 @@ fn write(
     flags: ContextFlags,
     now_ms: i64,
 ) -> Result<Reply, Failure> {
-    let link = CtxLink::new(ctx, module.replication.counter.as_deref());
     let mut wire = Wire::new(
-        link,
+        CtxLink::new(ctx, module.replication.counter.as_deref()),
         &module.replication,
         pairs,
         replication::nobody_listens(flags.aof),
     );
-    let mut deadline = Deadline::new(request.expiry);
-    let batching = Batching::choose(&module.profile, request.expiry, now_ms);
-    let fork = if flags.active_child {
-        Fork::Running
-    } else {
-        Fork::None
-    };
-    let outcome = write::write_all(
+    // An abort drops the wire, which sends what was written.
+    let written = write::write_all(
         ctx,
         &module.profile,
         pairs,
-        &mut deadline,
-        batching,
-        fork,
+        &mut Deadline::new(request.expiry),
+        Batching::choose(&module.profile, request.expiry, now_ms),
+        flags.active_child,
         &mut wire,
-    );
-    // An abort drops the wire, which sends what was written.
-    let written = outcome?;
+    )?;
     wire.finish()?;
     stats::record_keys(written);
     Ok(match request.ack {

@@ -1,10 +1,6 @@
-//! Writes the keys of one call as `SET key value <expiry>` would leave them (value, encoding,
-//! memory, deadline, keyspace events, WATCH/tracking signals, LFU/LRU) and tells the replication
-//! ([`Sink`]); on an [`Abort`] the keys before it stay written and replicated. Per key, one of
-//! three paths (costs: docs/DESIGN.md): in place, new key, or the batch ([`Batching`]) for the
-//! rest, which is flushed before the next key-API write or a repeat of a waiting key, so events
-//! follow the arguments and a repeated key ends with its last value. [`Keyspace`] is implemented by
-//! the module API (end of file) and the tests' in-memory store.
+//! Writes the keys of one call as `SET key value <expiry>` would leave them, each reported to a
+//! [`Sink`]; on an [`Abort`] the keys before it stay written and replicated. The three paths (in
+//! place, new key, batch) and their order rules: docs/DESIGN.md, "Writing a key".
 
 use std::ffi::CStr;
 
@@ -19,8 +15,6 @@ use crate::{sizing, stats};
 
 /// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
 const BATCH_MAX: usize = 256;
-
-// --- What the rules need from the server -----------------------------------------------------
 
 /// The keyspace of one call: keys, events, signals and the server's own write commands.
 pub trait Keyspace {
@@ -64,8 +58,6 @@ pub trait Sink<A> {
     /// `key` now holds `value`, written `by`, with `expiry`.
     fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved);
 }
-
-// --- The rules -------------------------------------------------------------------------------
 
 /// What writes the keys the key API cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +106,7 @@ impl Batching {
 
 /// NX / XX: checks every key before any write, as a write command looks it up (logically expired
 /// is absent), without hit/miss stats or signals, and without an access where SET's check counts
-/// none (the write counts it). Where closing signals (Redis 8.6), keys are opened for reading.
+/// none (the write counts it).
 pub fn condition_holds<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -152,21 +144,15 @@ fn look_at<K: Keyspace>(
     }
 }
 
-/// Whether a fork (RDB or AOF rewrite) runs: key lookups then leave LRU clocks alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fork {
-    Running,
-    None,
-}
-
-/// Writes every pair; returns how many keys the call left written.
+/// Writes every pair; returns how many keys the call left written. `forking`: an RDB or AOF
+/// rewrite child runs (key lookups then leave LRU clocks alone).
 pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     keyspace: &K,
     profile: &Profile,
     pairs: &[K::Arg],
     deadline: &mut Deadline,
     batching: Batching,
-    fork: Fork,
+    forking: bool,
     sink: &mut S,
 ) -> Result<usize, Abort> {
     let mut writer = Writer {
@@ -174,7 +160,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
         profile,
         deadline,
         batching,
-        fork,
+        forking,
         sink,
         batch: Batch::with_capacity(pairs.len() / 2),
         written: 0,
@@ -194,17 +180,11 @@ struct Writer<'w, K: Keyspace, S> {
     profile: &'w Profile,
     deadline: &'w mut Deadline,
     batching: Batching,
-    fork: Fork,
+    forking: bool,
     sink: &'w mut S,
     batch: Batch<K::Arg>,
     written: usize,
     in_place: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    New,
-    InPlace,
 }
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
@@ -212,7 +192,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         // SET stores a canonical integer as `int` or shared, which no module API can produce. The
         // built-in batch writes values SET would embed unopened (its lookup is the one access).
         let integer = parse_i64(value.as_ref()).is_some();
-        let batch_only = !matches!(self.batching, Batching::Mset | Batching::Builtin)
+        let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
             || (self.batching == Batching::Builtin
                 && self.deadline.expiry() != Expiry::Keep
@@ -225,7 +205,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
         // One access, as SET's own lookup of the key.
         let mut handle = self.open(key, Touch::Yes)?;
-        let Some(path) = self.key_api_path(&mut handle, key, value) else {
+        let Some(in_place) = self.key_api_path(&mut handle, key, value) else {
             // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
             drop(handle);
@@ -237,14 +217,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             self.flush()?;
             handle = self.open(key, Touch::No)?;
         }
-        let stored = match path {
-            Written::New => handle.set(value),
-            Written::InPlace => handle.overwrite(value.as_ref()),
+        let stored = if in_place {
+            handle.overwrite(value.as_ref())
+        } else {
+            handle.set(value)
         };
         if !stored {
             return Err(Abort("write the value"));
         }
-        self.key_api_done(handle, key, value, path)
+        self.key_api_done(handle, key, value, in_place)
     }
 
     fn open(&self, key: K::Arg, touch: Touch) -> Result<K::Key, Abort> {
@@ -259,16 +240,16 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key from the argument (unless
-    /// the built-in batch, as cheap for new keys, writes it), or in place: a same-length string
-    /// SET would not embed (`Profile::in_place`) whose buffer is as compact as a fresh one.
-    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
+    /// Whether the key API writes `key` as SET would: `Some(false)`, as a new key from the
+    /// argument (unless the built-in batch, as cheap for new keys, writes it); `Some(true)`, in
+    /// place: a same-length string SET would not embed whose buffer is as compact as a fresh one.
+    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<bool> {
         let len = value.as_ref().len();
         // KEEPTTL: whether the key ends with a TTL is whether it has one.
         let had_ttl =
             |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
-            Contents::Nothing if self.batching != Batching::Builtin => Some(Written::New),
+            Contents::Nothing if self.batching != Batching::Builtin => Some(false),
             Contents::String(found)
                 if found == len
                     && len > 0
@@ -278,7 +259,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                         .allocation(len)
                         .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
             {
-                Some(Written::InPlace)
+                Some(true)
             }
             _ => None,
         }
@@ -291,9 +272,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         mut handle: K::Key,
         key: K::Arg,
         value: K::Arg,
-        path: Written,
+        in_place: bool,
     ) -> Result<(), Abort> {
-        let in_place = path == Written::InPlace;
         if in_place && self.profile.fires_overwritten {
             self.keyspace
                 .notify(EventClass::Overwritten, c"overwritten", key);
@@ -302,21 +282,31 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.apply_expiry(&mut handle, None, in_place)?;
         if in_place {
             // Where SET's new object gets a fresh LRU clock, so does this, even during a fork.
-            if self.fork == Fork::Running && self.profile.fresh_lru_on_overwrite {
+            if self.forking && self.profile.fresh_lru_on_overwrite {
                 handle.mark_used_now();
             }
             self.in_place += 1;
         }
-        self.signal(handle, key);
-        self.expire_event(key);
-        self.done(key, value, WrittenBy::KeyApi)
+        self.close(handle, key, value, WrittenBy::KeyApi)
     }
 
-    /// SET's `expire` event, where the module sets the deadline itself.
-    fn expire_event(&self, key: K::Arg) {
-        if self.deadline.expiry().fires_expire() {
+    /// Closes a key whose deadline the module set: signals it to WATCH and tracking as the caller
+    /// (by closing the handle on Redis 8.6, else explicitly), fires SET's `expire`, reports it.
+    fn close(
+        &mut self,
+        handle: K::Key,
+        key: K::Arg,
+        value: K::Arg,
+        by: WrittenBy,
+    ) -> Result<(), Abort> {
+        drop(handle);
+        if !self.profile.signal_on_close {
+            self.keyspace.signal(key);
+        }
+        if matches!(self.deadline.expiry(), Expiry::In(_) | Expiry::At(_)) {
             self.keyspace.notify(EventClass::Generic, c"expire", key);
         }
+        self.done(key, value, by)
     }
 
     /// `key` holds `value`: on to the replication.
@@ -328,15 +318,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.sink.written(key, value, by, expiry);
         self.written += 1;
         Ok(())
-    }
-
-    /// Signals `key` to WATCH and tracking as the caller: by closing the handle (Redis 8.6), else
-    /// explicitly.
-    fn signal(&self, handle: K::Key, key: K::Arg) {
-        drop(handle);
-        if !self.profile.signal_on_close {
-            self.keyspace.signal(key);
-        }
     }
 
     /// Sets a just written key's expiry; `kept`: its deadline before MSET cleared it (KEEPTTL);
@@ -353,17 +334,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 self.deadline.took_effect(at);
             }
             Expiry::At(at) if !handle.expire_at(at) => return Err(Abort("set the expiry")),
-            Expiry::Keep => {
-                if let Some(at) = kept {
-                    if !handle.expire_at(at) {
-                        return Err(Abort("restore the expiry"));
-                    }
-                }
+            Expiry::Keep if kept.is_some_and(|at| !handle.expire_at(at)) => {
+                return Err(Abort("restore the expiry"))
             }
             Expiry::Persist if in_place && !handle.persist() => {
                 return Err(Abort("remove the expiry"))
             }
-            Expiry::At(_) | Expiry::Persist => {}
+            Expiry::At(_) | Expiry::Keep | Expiry::Persist => {}
         }
         Ok(())
     }
@@ -393,7 +370,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if self.batch.len() == 0 {
             return Ok(());
         }
-        let batch = std::mem::take(&mut self.batch);
+        let batch = std::mem::replace(&mut self.batch, Batch::with_capacity(0));
         let outcome = match self.batching {
             Batching::Mset => self.flush_to_mset(&batch),
             Batching::Builtin => self.flush_to_builtin(&batch),
@@ -418,9 +395,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
             // it): signal it again as the caller.
-            self.signal(handle, key);
-            self.expire_event(key);
-            self.done(key, value, WrittenBy::Command)?;
+            self.close(handle, key, value, WrittenBy::Command)?;
         }
         Ok(())
     }
@@ -492,7 +467,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             },
             propagation: Propagation::ByModule,
         };
-        if self.keyspace.run(&call, batch.flat()) {
+        if self.keyspace.run(&call, &batch.flat) {
             Ok(())
         } else {
             Err(Abort("write the keys with the server's command"))
@@ -516,19 +491,9 @@ struct Batch<A> {
     integers: bool,
 }
 
-impl<A> Default for Batch<A> {
-    fn default() -> Self {
-        Batch::with_capacity(0)
-    }
-}
-
 impl<A: Copy + AsRef<[u8]>> Batch<A> {
     fn len(&self) -> usize {
         self.lfu.len()
-    }
-
-    fn flat(&self) -> &[A] {
-        &self.flat
     }
 
     /// One bit of 4096 per key, from an FNV-1a hash of its bytes.
@@ -581,9 +546,7 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         self.filter = [0; 64];
         self
     }
-}
 
-impl<A> Batch<A> {
     fn with_capacity(pairs: usize) -> Batch<A> {
         let pairs = pairs.min(BATCH_MAX);
         Batch {
@@ -594,8 +557,6 @@ impl<A> Batch<A> {
         }
     }
 }
-
-// --- The keyspace the module API gives -------------------------------------------------------
 
 impl<'c> Keyspace for Ctx<'c> {
     type Arg = Arg<'c>;

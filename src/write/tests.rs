@@ -298,7 +298,7 @@ fn write<'s>(
         &pairs,
         &mut deadline,
         batching,
-        Fork::None,
+        false,
         &mut recorder,
     )
     .expect("no abort");
@@ -752,7 +752,7 @@ fn run<'s>(
         pairs,
         &mut deadline,
         batching,
-        Fork::None,
+        false,
         &mut wire,
     )?;
     wire.finish()?;

@@ -24,22 +24,20 @@ pub trait Link<A> {
 
 /// What this call sends, decided once when the call starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sends {
+enum Sends<'w> {
     /// Nobody listens: count each key-API change (at the end on Redis 6.2).
     CountOnly { at_end: bool },
     /// Each key as `SET key value <expiry>`, which counts it.
     PerKey,
     /// One command for the keys written, once the call ends.
-    PerCall(CallForm),
+    PerCall(&'w CStr, CallForm),
 }
 
 /// One call's replication, told of each key written (in argument order). Dropped without
 /// [`Wire::finish`] (an abort, or a panic), it sends what was written all the same.
 pub struct Wire<'w, A: Copy, L: Link<A>> {
     link: L,
-    sends: Sends,
-    /// The per-call command's name.
-    command: &'w CStr,
+    sends: Sends<'w>,
     /// The call's pairs: the first `written` are written, the first `sent` replicated.
     pairs: &'w [A],
     written: usize,
@@ -60,16 +58,16 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         pairs: &'w [A],
         nobody_listens: bool,
     ) -> Wire<'w, A, L> {
-        let at_end = replication.counts_at_end;
-        let (sends, command) = match &replication.sent {
-            _ if nobody_listens => (Sends::CountOnly { at_end }, c""),
-            Sent::PerKey => (Sends::PerKey, c""),
-            Sent::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
+        let sends = match &replication.sent {
+            _ if nobody_listens => Sends::CountOnly {
+                at_end: replication.counts_at_end,
+            },
+            Sent::PerKey => Sends::PerKey,
+            Sent::PerCall { command, form } => Sends::PerCall(command, *form),
         };
         Wire {
             link,
             sends,
-            command,
             pairs,
             written: 0,
             sent: 0,
@@ -89,20 +87,16 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
     /// one, else (or if that fails) as `SET` each; then counts the changes left. A counter that
     /// fails leaves save points late, nothing else: the keys are written and replicated.
     fn send_written(&mut self) -> Result<(), Abort> {
-        if let (Sends::PerCall(form), Some(expiry)) = (self.sends, self.expiry) {
-            if self.sent < self.written && self.send_call(form, expiry) {
+        if let (Sends::PerCall(command, form), Some(expiry)) = (self.sends, self.expiry) {
+            if self.sent < self.written && self.send_call(command, form, expiry) {
                 // The command counts one change itself.
                 self.uncounted = self.uncounted.saturating_sub(1);
             }
         }
         if !matches!(self.sends, Sends::CountOnly { .. }) {
-            while self.sent < self.written && self.send_set(self.sent) {}
+            while self.sent < self.written && self.send_set() {}
         }
-        let at_end = matches!(
-            self.sends,
-            Sends::PerCall(_) | Sends::CountOnly { at_end: true }
-        );
-        if at_end && self.uncounted > 0 {
+        if self.uncounted > 0 {
             let _ = self.link.count_changes(self.uncounted);
             self.uncounted = 0;
         }
@@ -114,7 +108,7 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
     }
 
     /// The written pairs not sent as one command of the call's form.
-    fn send_call(&mut self, form: CallForm, expiry: Resolved) -> bool {
+    fn send_call(&mut self, command: &CStr, form: CallForm, expiry: Resolved) -> bool {
         let pairs = self
             .pairs
             .get(2 * self.sent..2 * self.written)
@@ -126,16 +120,17 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
                 deadline::options(expiry.into()),
             ),
         };
-        let sent = self.link.replicate(self.command, &head, pairs, &tail);
+        let sent = self.link.replicate(command, &head, pairs, &tail);
         self.sent = if sent { self.written } else { self.sent };
         sent
     }
 
-    /// Pair `index` as `SET key value <expiry>`.
-    fn send_set(&mut self, index: usize) -> bool {
-        let (Some([key, value]), Some(expiry)) =
-            (self.pairs.get(2 * index..2 * index + 2), self.expiry)
-        else {
+    /// The first pair not sent as `SET key value <expiry>`.
+    fn send_set(&mut self) -> bool {
+        let (Some([key, value]), Some(expiry)) = (
+            self.pairs.get(2 * self.sent..2 * self.sent + 2),
+            self.expiry,
+        ) else {
             return false;
         };
         if self.set_options.is_empty() {
@@ -165,15 +160,15 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
         match (self.sends, by) {
             // SET with `!` replicated itself (and every key of its call).
             (_, WrittenBy::ReplicatedCommand) => return,
-            (Sends::CountOnly { at_end: false }, WrittenBy::KeyApi) => self.link.count_change(),
-            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::KeyApi) => self.uncounted += 1,
-            _ => {}
+            (Sends::PerKey, _) | (_, WrittenBy::Command) => {}
+            (Sends::CountOnly { at_end: false }, _) => self.link.count_change(),
+            _ => self.uncounted += 1,
         }
         self.written += 1;
         // REPLICATE SET: each key as it is written, unless one failed before (then they wait for
         // the end, where `finish` or the drop sends them, or reports the failure).
         if self.sends == Sends::PerKey && self.sent + 1 == self.written {
-            self.send_set(self.sent);
+            self.send_set();
         }
     }
 }

@@ -1,7 +1,5 @@
-//! MSETEX itself: validate the whole call, check the server learned its keys and the user may
-//! write, check NX/XX against every key, then write every key (`write`), replicating as it goes
-//! (`replication`). Atomic as the server runs one command at a time; every check that can refuse
-//! ([`Refusal`]) runs before the first write, after which the only error is an [`Abort`].
+//! One call (DESIGN.md, "One call, step by step"): every check that can refuse ([`Refusal`]) runs
+//! before the first write, after which the only error is an [`Abort`].
 
 use std::ffi::CString;
 
@@ -71,8 +69,7 @@ fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failur
     write(ctx, module, pairs, &request, flags, now_ms)
 }
 
-/// Writes a validated call: every refusing check has passed, so an error is now an [`Abort`].
-/// `now_ms` is the clock the call was parsed with.
+/// Writes a validated call; `now_ms` is the clock it was parsed with.
 fn write(
     ctx: &Ctx<'_>,
     module: &Loaded,

@@ -1,6 +1,5 @@
-//! The load as a plan: from the load arguments, the server and its environment, what the module
-//! registers and logs and what every call reads, decided without a server (unit-tested for every
-//! server kind in `plan/tests.rs`). `entry::load` executes it.
+//! The load as a plan, decided without a server (unit-tested for every server kind in
+//! `plan/tests.rs`); `entry::load` executes it.
 
 use std::ffi::{CStr, CString};
 

@@ -55,8 +55,7 @@ pub enum WrittenBy {
 /// Where what is written goes next: the replication of the call. It cannot stop the writing: a
 /// key the primary kept is reported whatever became of the ones before.
 pub trait Sink<A> {
-    /// `key` now holds `value`, written `by`, with `expiry`.
-    fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved);
+    fn written(&mut self, key: A, by: WrittenBy, expiry: Resolved);
 }
 
 /// What writes the keys the key API cannot.
@@ -72,7 +71,6 @@ pub enum Batching {
 }
 
 impl Batching {
-    /// The batching of a call with `expiry` on this server, `now_ms` the call's clock.
     pub fn choose(profile: &Profile, expiry: Expiry, now_ms: i64) -> Batching {
         match expiry {
             Expiry::At(at)
@@ -225,7 +223,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if !stored {
             return Err(Abort("write the value"));
         }
-        self.key_api_done(handle, key, value, in_place)
+        self.key_api_done(handle, key, in_place)
     }
 
     fn open(&self, key: K::Arg, touch: Touch) -> Result<K::Key, Abort> {
@@ -271,7 +269,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         &mut self,
         mut handle: K::Key,
         key: K::Arg,
-        value: K::Arg,
         in_place: bool,
     ) -> Result<(), Abort> {
         if in_place && self.profile.fires_overwritten {
@@ -287,18 +284,12 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             self.in_place += 1;
         }
-        self.close(handle, key, value, WrittenBy::KeyApi)
+        self.close(handle, key, WrittenBy::KeyApi)
     }
 
     /// Closes a key whose deadline the module set: signals it to WATCH and tracking as the caller
     /// (by closing the handle on Redis 8.6, else explicitly), fires SET's `expire`, reports it.
-    fn close(
-        &mut self,
-        handle: K::Key,
-        key: K::Arg,
-        value: K::Arg,
-        by: WrittenBy,
-    ) -> Result<(), Abort> {
+    fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
         drop(handle);
         if !self.profile.signal_on_close {
             self.keyspace.signal(key);
@@ -306,16 +297,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if matches!(self.deadline.expiry(), Expiry::In(_) | Expiry::At(_)) {
             self.keyspace.notify(EventClass::Generic, c"expire", key);
         }
-        self.done(key, value, by)
+        self.done(key, by)
     }
 
-    /// `key` holds `value`: on to the replication.
-    fn done(&mut self, key: K::Arg, value: K::Arg, by: WrittenBy) -> Result<(), Abort> {
+    fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
         let expiry = self
             .deadline
             .resolved()
             .ok_or(Abort("resolve the deadline"))?;
-        self.sink.written(key, value, by, expiry);
+        self.sink.written(key, by, expiry);
         self.written += 1;
         Ok(())
     }
@@ -387,7 +377,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             _ => Vec::new(),
         };
         self.call_on(batch, ServerCommand::Mset, Head::None, Vec::new())?;
-        for (index, (key, value, lfu)) in batch.entries().enumerate() {
+        for (index, (key, lfu)) in batch.entries().enumerate() {
             let mut handle = self.open(key, Touch::No)?;
             self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
             if let Some(lfu) = lfu {
@@ -395,7 +385,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
             // it): signal it again as the caller.
-            self.close(handle, key, value, WrittenBy::Command)?;
+            self.close(handle, key, WrittenBy::Command)?;
         }
         Ok(())
     }
@@ -409,13 +399,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
             self.deadline.took_effect(at);
         }
-        for (key, value, lfu) in batch.entries() {
+        for (key, lfu) in batch.entries() {
             if let Some(lfu) = lfu {
                 self.open(key, Touch::No)?.set_lfu(lfu);
             }
             // As for MSET: signalled again as the caller.
             self.keyspace.signal(key);
-            self.done(key, value, WrittenBy::Command)?;
+            self.done(key, WrittenBy::Command)?;
         }
         Ok(())
     }
@@ -430,8 +420,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };
-        for (key, value, _) in batch.entries() {
-            if !self.keyspace.run(&call, &[key, value]) {
+        for (key, pair) in batch.keys().zip(batch.flat.chunks_exact(2)) {
+            if !self.keyspace.run(&call, pair) {
                 return Err(Abort("write the key with SET"));
             }
             self.keyspace.signal(key);
@@ -441,7 +431,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 .look(key)
                 .is_some_and(|h| h.contents() != Contents::Nothing);
             if there {
-                self.done(key, value, WrittenBy::ReplicatedCommand)?;
+                self.done(key, WrittenBy::ReplicatedCommand)?;
             }
         }
         Ok(())
@@ -529,14 +519,8 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         self.flat.iter().step_by(2).copied()
     }
 
-    fn entries(&self) -> impl Iterator<Item = (A, A, Option<i64>)> + '_ {
-        self.flat
-            .chunks_exact(2)
-            .zip(&self.lfu)
-            .filter_map(|(pair, lfu)| match pair {
-                [key, value] => Some((*key, *value, *lfu)),
-                _ => None,
-            })
+    fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
+        self.keys().zip(self.lfu.iter().copied())
     }
 
     /// The same buffers, emptied, for the next batch.

@@ -1,6 +1,6 @@
-//! What MSETEX sends to replicas, the AOF and slot migrations: the modes and what a load decides
-//! (`modes.rs`), one call's sending (`wire.rs`), whether anyone receives (`listeners.rs`), the
-//! module's own replicated command (`apply.rs`). DESIGN.md, "Replication", tells why.
+//! What MSETEX sends to replicas, the AOF and slot migrations (DESIGN.md, "Replication"): the
+//! modes (`modes.rs`), one call's sending (`wire.rs`), whether anyone receives (`listeners.rs`),
+//! the module's replicated command (`apply.rs`).
 
 pub mod apply;
 mod listeners;

@@ -1,5 +1,4 @@
-//! One call's replication: the [`Wire`] the write path reports each key to, over a [`Link`] to
-//! the server (the module API, or the unit tests' recorder); and the changes counter.
+//! One call's replication ([`Wire`], over a [`Link`]) and the changes counter.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,10 +8,10 @@ use super::modes::{CallForm, Replication, Sent};
 use crate::deadline::{self, Resolved};
 use crate::ffi::{Arg, Ctx, OwnedString, Reply, Word};
 use crate::outcome::Abort;
+use crate::syntax::parse_i64;
 use crate::write::{Sink, WrittenBy};
 
-/// What one call's replication needs from the server: the module API ([`CtxLink`]) or the unit
-/// tests' recorder.
+/// What a [`Wire`] needs from the server: the module API ([`CtxLink`]) or the tests' recorder.
 pub trait Link<A> {
     /// Queues `command head... pairs... tail...`; false if the server refused it.
     fn replicate(&mut self, command: &CStr, head: &[Word], pairs: &[A], tail: &[Word]) -> bool;
@@ -147,7 +146,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
 impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
     fn drop(&mut self) {
         if !self.ended {
-            self.ended = true;
             // Best effort: the call already answers with its abort (or a panic's error).
             let _ = self.send_written();
         }
@@ -155,7 +153,7 @@ impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
 }
 
 impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
-    fn written(&mut self, _key: A, _value: A, by: WrittenBy, expiry: Resolved) {
+    fn written(&mut self, _key: A, by: WrittenBy, expiry: Resolved) {
         self.expiry = Some(expiry);
         match (self.sends, by) {
             // SET with `!` replicated itself (and every key of its call).
@@ -180,9 +178,7 @@ static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
 /// replication, so the server drops what `RedisModule_ReplicateVerbatim` queues.
 pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     let count = match args {
-        [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => std::str::from_utf8(count.bytes())
-            .ok()
-            .and_then(|text| text.parse::<u64>().ok()),
+        [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => parse_i64(count.bytes()),
         _ => None,
     };
     let Some(count) = count else {

@@ -27,13 +27,9 @@ pub enum Resolved {
 }
 
 impl Expiry {
-    /// True when the key ends with a TTL (KEEPTTL: as it had one).
-    pub fn leaves_ttl(self, had_one: bool) -> bool {
-        match self {
-            Expiry::In(_) | Expiry::At(_) => true,
-            Expiry::Keep => had_one,
-            Expiry::Persist => false,
-        }
+    /// SET sets a TTL (and fires `expire`).
+    pub fn sets_ttl(self) -> bool {
+        matches!(self, Expiry::In(_) | Expiry::At(_))
     }
 }
 

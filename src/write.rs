@@ -230,9 +230,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.keyspace.open(key, touch).ok_or(Abort("open the key"))
     }
 
-    /// Whether SET would embed `value` with `key`; `had_ttl`: the key has a TTL now (KEEPTTL).
-    fn embeds(&self, key: K::Arg, value: K::Arg, had_ttl: bool) -> bool {
-        let ttl_after = self.deadline.expiry().leaves_ttl(had_ttl);
+    /// Whether SET would embed `value` with `key`; `kept_ttl`: KEEPTTL keeps the key's TTL.
+    fn embeds(&self, key: K::Arg, value: K::Arg, kept_ttl: bool) -> bool {
+        let ttl_after = kept_ttl || self.deadline.expiry().sets_ttl();
         self.profile.in_place.is_some_and(|embedding| {
             embedding.embeds(key.as_ref().len(), value.as_ref().len(), ttl_after)
         })
@@ -243,8 +243,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// place: a same-length string SET would not embed whose buffer is as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<bool> {
         let len = value.as_ref().len();
-        // KEEPTTL: whether the key ends with a TTL is whether it has one.
-        let had_ttl =
+        let kept_ttl =
             |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
             Contents::Nothing if self.batching != Batching::Builtin => Some(false),
@@ -252,7 +251,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 if found == len
                     && len > 0
                     && self.profile.in_place.is_some()
-                    && !self.embeds(key, value, had_ttl(handle))
+                    && !self.embeds(key, value, kept_ttl(handle))
                     && handle
                         .allocation(len)
                         .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
@@ -294,7 +293,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if !self.profile.signal_on_close {
             self.keyspace.signal(key);
         }
-        if matches!(self.deadline.expiry(), Expiry::In(_) | Expiry::At(_)) {
+        if self.deadline.expiry().sets_ttl() {
             self.keyspace.notify(EventClass::Generic, c"expire", key);
         }
         self.done(key, by)
@@ -437,8 +436,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Runs the server's `command` on the batch; its values go as fresh copies where they are
-    /// integers (the server encodes only an object it holds alone).
+    /// Runs the server's `command` on the batch (integers as fresh copies it may encode).
     fn call_on(
         &self,
         batch: &Batch<K::Arg>,

@@ -57,10 +57,9 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         pairs: &'w [A],
         nobody_listens: bool,
     ) -> Wire<'w, A, L> {
+        let at_end = replication.counts_at_end;
         let sends = match &replication.sent {
-            _ if nobody_listens => Sends::CountOnly {
-                at_end: replication.counts_at_end,
-            },
+            _ if nobody_listens => Sends::CountOnly { at_end },
             Sent::PerKey => Sends::PerKey,
             Sent::PerCall { command, form } => Sends::PerCall(command, *form),
         };

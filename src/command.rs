@@ -1,7 +1,5 @@
-//! MSETEX itself: validate the whole call, check the server learned its keys and the user may
-//! write, check NX/XX against every key, then write every key (`write`), replicating as it goes
-//! (`replication`). Atomic as the server runs one command at a time; every check that can refuse
-//! ([`Refusal`]) runs before the first write, after which the only error is an [`Abort`].
+//! One call (DESIGN.md, "One call, step by step"): every check that can refuse ([`Refusal`]) runs
+//! before the first write, after which the only error is an [`Abort`].
 
 use std::ffi::CString;
 
@@ -12,7 +10,7 @@ use crate::loaded::{self, Loaded};
 use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
-use crate::write::{Batching, Fork};
+use crate::write::Batching;
 use crate::{stats, write};
 
 /// `MSETEX ...` in the syntax the module was loaded with.
@@ -71,8 +69,7 @@ fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failur
     write(ctx, module, pairs, &request, flags, now_ms)
 }
 
-/// Writes a validated call: every refusing check has passed, so an error is now an [`Abort`].
-/// `now_ms` is the clock the call was parsed with.
+/// Writes a validated call; `now_ms` is the clock it was parsed with.
 fn write(
     ctx: &Ctx<'_>,
     module: &Loaded,
@@ -81,31 +78,22 @@ fn write(
     flags: ContextFlags,
     now_ms: i64,
 ) -> Result<Reply, Failure> {
-    let link = CtxLink::new(ctx, module.replication.counter.as_deref());
     let mut wire = Wire::new(
-        link,
+        CtxLink::new(ctx, module.replication.counter.as_deref()),
         &module.replication,
         pairs,
         replication::nobody_listens(flags.aof),
     );
-    let mut deadline = Deadline::new(request.expiry);
-    let batching = Batching::choose(&module.profile, request.expiry, now_ms);
-    let fork = if flags.active_child {
-        Fork::Running
-    } else {
-        Fork::None
-    };
-    let outcome = write::write_all(
+    // An abort drops the wire, which sends what was written.
+    let written = write::write_all(
         ctx,
         &module.profile,
         pairs,
-        &mut deadline,
-        batching,
-        fork,
+        &mut Deadline::new(request.expiry),
+        Batching::choose(&module.profile, request.expiry, now_ms),
+        flags.active_child,
         &mut wire,
-    );
-    // An abort drops the wire, which sends what was written.
-    let written = outcome?;
+    )?;
     wire.finish()?;
     stats::record_keys(written);
     Ok(match request.ack {

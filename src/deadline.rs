@@ -27,18 +27,9 @@ pub enum Resolved {
 }
 
 impl Expiry {
-    /// True when SET would fire `expire` for this expiry.
-    pub fn fires_expire(self) -> bool {
+    /// SET sets a TTL (and fires `expire`).
+    pub fn sets_ttl(self) -> bool {
         matches!(self, Expiry::In(_) | Expiry::At(_))
-    }
-
-    /// True when the key ends with a TTL (KEEPTTL: as it had one).
-    pub fn leaves_ttl(self, had_one: bool) -> bool {
-        match self {
-            Expiry::In(_) | Expiry::At(_) => true,
-            Expiry::Keep => had_one,
-            Expiry::Persist => false,
-        }
     }
 }
 

@@ -1,6 +1,5 @@
-//! The load as a plan: from the load arguments, the server and its environment, what the module
-//! registers and logs and what every call reads, decided without a server (unit-tested for every
-//! server kind in `plan/tests.rs`). `entry::load` executes it.
+//! The load as a plan, decided without a server (unit-tested for every server kind in
+//! `plan/tests.rs`); `entry::load` executes it.
 
 use std::ffi::{CStr, CString};
 
@@ -9,7 +8,7 @@ use crate::docs::Docs;
 use crate::keys::Keys;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::loaded::Loaded;
-use crate::replication::{apply, Replication};
+use crate::replication::{apply, CallForm, Replication, Sent};
 use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
 use crate::write::Batching;
@@ -66,23 +65,24 @@ pub fn plan(
     environment: Environment,
 ) -> Result<Plan, String> {
     let profile = Profile::new(server, environment);
-    let name = match naming(server, &profile, options, environment)? {
-        Naming::StepAside(line) => {
-            let profile = Box::new(profile);
-            return Ok(Plan::BuiltinServes { line, profile });
-        }
-        Naming::Register(name) => name,
+    let Some(name) = naming(server, &profile, options, environment)? else {
+        let line = format!(
+            "{} has its own MSETEX with this syntax: it serves MSETEX, and this module registers \
+             nothing (the same redis.conf works before and after the upgrade)",
+            server.describe()
+        );
+        let profile = Box::new(profile);
+        return Ok(Plan::BuiltinServes { line, profile });
     };
     let syntax = options.syntax;
     let numkeys_as_msetex = syntax == Syntax::Numkeys && name == DEFAULT_COMMAND_NAME;
     let replication = Replication::decide(options.replicate, numkeys_as_msetex, &profile, &name)?;
     check_commands(&profile, &replication, environment)?;
-    let keys = Keys::new(syntax, &profile);
     let module = Loaded {
         name,
         syntax,
         replication,
-        keys,
+        keys: Keys::new(syntax, &profile),
         profile,
     };
     let on = server.describe();
@@ -114,10 +114,14 @@ fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
         legacy_keys: docs.keys.legacy,
         docs: Some(docs),
     }];
-    if let Some(apply) = module.replication.apply() {
+    if let Sent::PerCall {
+        command,
+        form: CallForm::Apply,
+    } = &module.replication.sent
+    {
         let docs = apply::docs();
         commands.push(Registration {
-            name: apply.to_owned(),
+            name: command.clone(),
             role: Role::Apply,
             flags: c"write deny-oom",
             legacy_keys: docs.keys.legacy,
@@ -166,34 +170,21 @@ fn check_commands(
     Ok(())
 }
 
-/// What the command is called.
-enum Naming {
-    /// The server's own MSETEX serves (the log line).
-    StepAside(String),
-    Register(String),
-}
-
-/// Where the server has its own MSETEX (Redis 8.4+, Valkey 9.1+), the built-in's syntax under its
-/// name leaves the calls to it. The module never takes the name of a server command, renamed away
-/// or not (`RedisModule_CreateCommand` under a renamed command's original name crashes Redis 8.6
-/// and Valkey 9.1), and never answers to a name it did not register: ACL rules, the AOF, MONITOR
-/// and clients' command tables all see the command under the name it was called by. So where the
-/// built-in is renamed away, or the TTL form would take its name, the load is refused with the
-/// name to load it under. A dotless name that could be a renamed server command is refused too.
+/// The command's name, or `None` where the server's own MSETEX (Redis 8.4+, Valkey 9.1+) serves
+/// the built-in's syntax under its name. The module never takes the name of a server command,
+/// renamed away or not (`RedisModule_CreateCommand` under a renamed command's original name
+/// crashes Redis 8.6 and Valkey 9.1), nor answers to a name it did not register (DESIGN.md,
+/// "Loading"): such loads are refused with the name to load it under.
 fn naming(
     server: &Server,
     profile: &Profile,
     options: &LoadOptions,
     environment: Environment,
-) -> Result<Naming, String> {
+) -> Result<Option<String>, String> {
     let name = options.command_name.clone();
     match Some(server).filter(|s| s.has_builtin_msetex()) {
         Some(server) if options.default_name() => match (options.syntax, profile.builtin) {
-            (Syntax::Numkeys, Builtin::Serving) => Ok(Naming::StepAside(format!(
-                "{} has its own MSETEX with this syntax: it serves MSETEX, and this module \
-                 registers nothing (the same redis.conf works before and after the upgrade)",
-                server.describe()
-            ))),
+            (Syntax::Numkeys, Builtin::Serving) => Ok(None),
             (Syntax::Numkeys, _) => Err(format!(
                 "{}'s own MSETEX is renamed away (rename-command), and a module cannot take the \
                  name of a renamed command: load the module under a name of its own \
@@ -207,9 +198,9 @@ fn naming(
                 server.describe()
             )),
         },
-        _ if options.default_name() || name.contains('.') => Ok(Naming::Register(name)),
+        _ if options.default_name() || name.contains('.') => Ok(Some(name)),
         _ => match environment.name_in_use {
-            Some(false) => Ok(Naming::Register(name)),
+            Some(false) => Ok(Some(name)),
             Some(true) => Err(format!(
                 "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \
                  module cannot take it): choose another one, with a dot (app.{name})"

@@ -1,10 +1,6 @@
-//! Writes the keys of one call as `SET key value <expiry>` would leave them (value, encoding,
-//! memory, deadline, keyspace events, WATCH/tracking signals, LFU/LRU) and tells the replication
-//! ([`Sink`]); on an [`Abort`] the keys before it stay written and replicated. Per key, one of
-//! three paths (costs: docs/DESIGN.md): in place, new key, or the batch ([`Batching`]) for the
-//! rest, which is flushed before the next key-API write or a repeat of a waiting key, so events
-//! follow the arguments and a repeated key ends with its last value. [`Keyspace`] is implemented by
-//! the module API (end of file) and the tests' in-memory store.
+//! Writes the keys of one call as `SET key value <expiry>` would leave them, each reported to a
+//! [`Sink`]; on an [`Abort`] the keys before it stay written and replicated. The three paths (in
+//! place, new key, batch) and their order rules: docs/DESIGN.md, "Writing a key".
 
 use std::ffi::CStr;
 
@@ -19,8 +15,6 @@ use crate::{sizing, stats};
 
 /// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
 const BATCH_MAX: usize = 256;
-
-// --- What the rules need from the server -----------------------------------------------------
 
 /// The keyspace of one call: keys, events, signals and the server's own write commands.
 pub trait Keyspace {
@@ -61,11 +55,8 @@ pub enum WrittenBy {
 /// Where what is written goes next: the replication of the call. It cannot stop the writing: a
 /// key the primary kept is reported whatever became of the ones before.
 pub trait Sink<A> {
-    /// `key` now holds `value`, written `by`, with `expiry`.
-    fn written(&mut self, key: A, value: A, by: WrittenBy, expiry: Resolved);
+    fn written(&mut self, key: A, by: WrittenBy, expiry: Resolved);
 }
-
-// --- The rules -------------------------------------------------------------------------------
 
 /// What writes the keys the key API cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +71,6 @@ pub enum Batching {
 }
 
 impl Batching {
-    /// The batching of a call with `expiry` on this server, `now_ms` the call's clock.
     pub fn choose(profile: &Profile, expiry: Expiry, now_ms: i64) -> Batching {
         match expiry {
             Expiry::At(at)
@@ -114,7 +104,7 @@ impl Batching {
 
 /// NX / XX: checks every key before any write, as a write command looks it up (logically expired
 /// is absent), without hit/miss stats or signals, and without an access where SET's check counts
-/// none (the write counts it). Where closing signals (Redis 8.6), keys are opened for reading.
+/// none (the write counts it).
 pub fn condition_holds<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -152,21 +142,15 @@ fn look_at<K: Keyspace>(
     }
 }
 
-/// Whether a fork (RDB or AOF rewrite) runs: key lookups then leave LRU clocks alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fork {
-    Running,
-    None,
-}
-
-/// Writes every pair; returns how many keys the call left written.
+/// Writes every pair; returns how many keys the call left written. `forking`: an RDB or AOF
+/// rewrite child runs (key lookups then leave LRU clocks alone).
 pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     keyspace: &K,
     profile: &Profile,
     pairs: &[K::Arg],
     deadline: &mut Deadline,
     batching: Batching,
-    fork: Fork,
+    forking: bool,
     sink: &mut S,
 ) -> Result<usize, Abort> {
     let mut writer = Writer {
@@ -174,7 +158,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
         profile,
         deadline,
         batching,
-        fork,
+        forking,
         sink,
         batch: Batch::with_capacity(pairs.len() / 2),
         written: 0,
@@ -194,17 +178,11 @@ struct Writer<'w, K: Keyspace, S> {
     profile: &'w Profile,
     deadline: &'w mut Deadline,
     batching: Batching,
-    fork: Fork,
+    forking: bool,
     sink: &'w mut S,
     batch: Batch<K::Arg>,
     written: usize,
     in_place: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    New,
-    InPlace,
 }
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
@@ -212,7 +190,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         // SET stores a canonical integer as `int` or shared, which no module API can produce. The
         // built-in batch writes values SET would embed unopened (its lookup is the one access).
         let integer = parse_i64(value.as_ref()).is_some();
-        let batch_only = !matches!(self.batching, Batching::Mset | Batching::Builtin)
+        let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
             || (self.batching == Batching::Builtin
                 && self.deadline.expiry() != Expiry::Keep
@@ -225,7 +203,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
         // One access, as SET's own lookup of the key.
         let mut handle = self.open(key, Touch::Yes)?;
-        let Some(path) = self.key_api_path(&mut handle, key, value) else {
+        let Some(in_place) = self.key_api_path(&mut handle, key, value) else {
             // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
             drop(handle);
@@ -237,48 +215,48 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             self.flush()?;
             handle = self.open(key, Touch::No)?;
         }
-        let stored = match path {
-            Written::New => handle.set(value),
-            Written::InPlace => handle.overwrite(value.as_ref()),
+        let stored = if in_place {
+            handle.overwrite(value.as_ref())
+        } else {
+            handle.set(value)
         };
         if !stored {
             return Err(Abort("write the value"));
         }
-        self.key_api_done(handle, key, value, path)
+        self.key_api_done(handle, key, in_place)
     }
 
     fn open(&self, key: K::Arg, touch: Touch) -> Result<K::Key, Abort> {
         self.keyspace.open(key, touch).ok_or(Abort("open the key"))
     }
 
-    /// Whether SET would embed `value` with `key`; `had_ttl`: the key has a TTL now (KEEPTTL).
-    fn embeds(&self, key: K::Arg, value: K::Arg, had_ttl: bool) -> bool {
-        let ttl_after = self.deadline.expiry().leaves_ttl(had_ttl);
+    /// Whether SET would embed `value` with `key`; `kept_ttl`: KEEPTTL keeps the key's TTL.
+    fn embeds(&self, key: K::Arg, value: K::Arg, kept_ttl: bool) -> bool {
+        let ttl_after = kept_ttl || self.deadline.expiry().sets_ttl();
         self.profile.in_place.is_some_and(|embedding| {
             embedding.embeds(key.as_ref().len(), value.as_ref().len(), ttl_after)
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key from the argument (unless
-    /// the built-in batch, as cheap for new keys, writes it), or in place: a same-length string
-    /// SET would not embed (`Profile::in_place`) whose buffer is as compact as a fresh one.
-    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
+    /// Whether the key API writes `key` as SET would: `Some(false)`, as a new key from the
+    /// argument (unless the built-in batch, as cheap for new keys, writes it); `Some(true)`, in
+    /// place: a same-length string SET would not embed whose buffer is as compact as a fresh one.
+    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<bool> {
         let len = value.as_ref().len();
-        // KEEPTTL: whether the key ends with a TTL is whether it has one.
-        let had_ttl =
+        let kept_ttl =
             |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
-            Contents::Nothing if self.batching != Batching::Builtin => Some(Written::New),
+            Contents::Nothing if self.batching != Batching::Builtin => Some(false),
             Contents::String(found)
                 if found == len
                     && len > 0
                     && self.profile.in_place.is_some()
-                    && !self.embeds(key, value, had_ttl(handle))
+                    && !self.embeds(key, value, kept_ttl(handle))
                     && handle
                         .allocation(len)
                         .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
             {
-                Some(Written::InPlace)
+                Some(true)
             }
             _ => None,
         }
@@ -290,10 +268,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         &mut self,
         mut handle: K::Key,
         key: K::Arg,
-        value: K::Arg,
-        path: Written,
+        in_place: bool,
     ) -> Result<(), Abort> {
-        let in_place = path == Written::InPlace;
         if in_place && self.profile.fires_overwritten {
             self.keyspace
                 .notify(EventClass::Overwritten, c"overwritten", key);
@@ -302,41 +278,35 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.apply_expiry(&mut handle, None, in_place)?;
         if in_place {
             // Where SET's new object gets a fresh LRU clock, so does this, even during a fork.
-            if self.fork == Fork::Running && self.profile.fresh_lru_on_overwrite {
+            if self.forking && self.profile.fresh_lru_on_overwrite {
                 handle.mark_used_now();
             }
             self.in_place += 1;
         }
-        self.signal(handle, key);
-        self.expire_event(key);
-        self.done(key, value, WrittenBy::KeyApi)
+        self.close(handle, key, WrittenBy::KeyApi)
     }
 
-    /// SET's `expire` event, where the module sets the deadline itself.
-    fn expire_event(&self, key: K::Arg) {
-        if self.deadline.expiry().fires_expire() {
-            self.keyspace.notify(EventClass::Generic, c"expire", key);
-        }
-    }
-
-    /// `key` holds `value`: on to the replication.
-    fn done(&mut self, key: K::Arg, value: K::Arg, by: WrittenBy) -> Result<(), Abort> {
-        let expiry = self
-            .deadline
-            .resolved()
-            .ok_or(Abort("resolve the deadline"))?;
-        self.sink.written(key, value, by, expiry);
-        self.written += 1;
-        Ok(())
-    }
-
-    /// Signals `key` to WATCH and tracking as the caller: by closing the handle (Redis 8.6), else
-    /// explicitly.
-    fn signal(&self, handle: K::Key, key: K::Arg) {
+    /// Closes a key whose deadline the module set: signals it to WATCH and tracking as the caller
+    /// (by closing the handle on Redis 8.6, else explicitly), fires SET's `expire`, reports it.
+    fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
         drop(handle);
         if !self.profile.signal_on_close {
             self.keyspace.signal(key);
         }
+        if self.deadline.expiry().sets_ttl() {
+            self.keyspace.notify(EventClass::Generic, c"expire", key);
+        }
+        self.done(key, by)
+    }
+
+    fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
+        let expiry = self
+            .deadline
+            .resolved()
+            .ok_or(Abort("resolve the deadline"))?;
+        self.sink.written(key, by, expiry);
+        self.written += 1;
+        Ok(())
     }
 
     /// Sets a just written key's expiry; `kept`: its deadline before MSET cleared it (KEEPTTL);
@@ -353,17 +323,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 self.deadline.took_effect(at);
             }
             Expiry::At(at) if !handle.expire_at(at) => return Err(Abort("set the expiry")),
-            Expiry::Keep => {
-                if let Some(at) = kept {
-                    if !handle.expire_at(at) {
-                        return Err(Abort("restore the expiry"));
-                    }
-                }
+            Expiry::Keep if kept.is_some_and(|at| !handle.expire_at(at)) => {
+                return Err(Abort("restore the expiry"))
             }
             Expiry::Persist if in_place && !handle.persist() => {
                 return Err(Abort("remove the expiry"))
             }
-            Expiry::At(_) | Expiry::Persist => {}
+            Expiry::At(_) | Expiry::Keep | Expiry::Persist => {}
         }
         Ok(())
     }
@@ -393,7 +359,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if self.batch.len() == 0 {
             return Ok(());
         }
-        let batch = std::mem::take(&mut self.batch);
+        let batch = std::mem::replace(&mut self.batch, Batch::with_capacity(0));
         let outcome = match self.batching {
             Batching::Mset => self.flush_to_mset(&batch),
             Batching::Builtin => self.flush_to_builtin(&batch),
@@ -410,7 +376,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             _ => Vec::new(),
         };
         self.call_on(batch, ServerCommand::Mset, Head::None, Vec::new())?;
-        for (index, (key, value, lfu)) in batch.entries().enumerate() {
+        for (index, (key, lfu)) in batch.entries().enumerate() {
             let mut handle = self.open(key, Touch::No)?;
             self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
             if let Some(lfu) = lfu {
@@ -418,9 +384,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
             // it): signal it again as the caller.
-            self.signal(handle, key);
-            self.expire_event(key);
-            self.done(key, value, WrittenBy::Command)?;
+            self.close(handle, key, WrittenBy::Command)?;
         }
         Ok(())
     }
@@ -434,13 +398,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
             self.deadline.took_effect(at);
         }
-        for (key, value, lfu) in batch.entries() {
+        for (key, lfu) in batch.entries() {
             if let Some(lfu) = lfu {
                 self.open(key, Touch::No)?.set_lfu(lfu);
             }
             // As for MSET: signalled again as the caller.
             self.keyspace.signal(key);
-            self.done(key, value, WrittenBy::Command)?;
+            self.done(key, WrittenBy::Command)?;
         }
         Ok(())
     }
@@ -455,8 +419,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };
-        for (key, value, _) in batch.entries() {
-            if !self.keyspace.run(&call, &[key, value]) {
+        for (key, pair) in batch.keys().zip(batch.flat.chunks_exact(2)) {
+            if !self.keyspace.run(&call, pair) {
                 return Err(Abort("write the key with SET"));
             }
             self.keyspace.signal(key);
@@ -466,14 +430,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 .look(key)
                 .is_some_and(|h| h.contents() != Contents::Nothing);
             if there {
-                self.done(key, value, WrittenBy::ReplicatedCommand)?;
+                self.done(key, WrittenBy::ReplicatedCommand)?;
             }
         }
         Ok(())
     }
 
-    /// Runs the server's `command` on the batch; its values go as fresh copies where they are
-    /// integers (the server encodes only an object it holds alone).
+    /// Runs the server's `command` on the batch (integers as fresh copies it may encode).
     fn call_on(
         &self,
         batch: &Batch<K::Arg>,
@@ -492,7 +455,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             },
             propagation: Propagation::ByModule,
         };
-        if self.keyspace.run(&call, batch.flat()) {
+        if self.keyspace.run(&call, &batch.flat) {
             Ok(())
         } else {
             Err(Abort("write the keys with the server's command"))
@@ -516,19 +479,9 @@ struct Batch<A> {
     integers: bool,
 }
 
-impl<A> Default for Batch<A> {
-    fn default() -> Self {
-        Batch::with_capacity(0)
-    }
-}
-
 impl<A: Copy + AsRef<[u8]>> Batch<A> {
     fn len(&self) -> usize {
         self.lfu.len()
-    }
-
-    fn flat(&self) -> &[A] {
-        &self.flat
     }
 
     /// One bit of 4096 per key, from an FNV-1a hash of its bytes.
@@ -564,14 +517,8 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         self.flat.iter().step_by(2).copied()
     }
 
-    fn entries(&self) -> impl Iterator<Item = (A, A, Option<i64>)> + '_ {
-        self.flat
-            .chunks_exact(2)
-            .zip(&self.lfu)
-            .filter_map(|(pair, lfu)| match pair {
-                [key, value] => Some((*key, *value, *lfu)),
-                _ => None,
-            })
+    fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
+        self.keys().zip(self.lfu.iter().copied())
     }
 
     /// The same buffers, emptied, for the next batch.
@@ -581,9 +528,7 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         self.filter = [0; 64];
         self
     }
-}
 
-impl<A> Batch<A> {
     fn with_capacity(pairs: usize) -> Batch<A> {
         let pairs = pairs.min(BATCH_MAX);
         Batch {
@@ -594,8 +539,6 @@ impl<A> Batch<A> {
         }
     }
 }
-
-// --- The keyspace the module API gives -------------------------------------------------------
 
 impl<'c> Keyspace for Ctx<'c> {
     type Arg = Arg<'c>;

@@ -43,10 +43,6 @@ impl ReplicationInfo {
             backlog_active: field("repl_backlog_active")?.parse::<i64>().ok()? != 0,
         })
     }
-
-    pub fn proves_nobody_listens(&self) -> bool {
-        self.is_primary && self.connected_replicas == 0 && !self.backlog_active
-    }
 }
 
 /// Records whether every signal the state relies on is in place (and the profile allows it).
@@ -69,7 +65,9 @@ pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
     if LISTENERS.load(Ordering::Relaxed) == NOT_WATCHED {
         return;
     }
-    let proven = probe().is_some_and(|info| info.proves_nobody_listens());
+    let proven = probe().is_some_and(|info| {
+        info.is_primary && info.connected_replicas == 0 && !info.backlog_active
+    });
     LISTENERS.store(if proven { NOBODY } else { POSSIBLE }, Ordering::Relaxed);
 }
 

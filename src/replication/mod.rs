@@ -1,6 +1,6 @@
-//! What MSETEX sends to replicas, the AOF and slot migrations: the modes and what a load decides
-//! (`modes.rs`), one call's sending (`wire.rs`), whether anyone receives (`listeners.rs`), the
-//! module's own replicated command (`apply.rs`). DESIGN.md, "Replication", tells why.
+//! What MSETEX sends to replicas, the AOF and slot migrations (DESIGN.md, "Replication"): the
+//! modes (`modes.rs`), one call's sending (`wire.rs`), whether anyone receives (`listeners.rs`),
+//! the module's replicated command (`apply.rs`).
 
 pub mod apply;
 mod listeners;
@@ -11,9 +11,7 @@ pub use listeners::{
     is_replication_handshake, listeners_label, nobody_listens, on_cron, on_listener_may_appear,
     set_watching, ReplicationInfo, PROBED_FIELDS,
 };
-#[cfg(test)]
-pub use modes::{CallForm, Sent};
-pub use modes::{Replicate, Replication};
+pub use modes::{CallForm, Replicate, Replication, Sent};
 #[cfg(test)]
 pub use wire::Link;
 pub use wire::{count_changes, CtxLink, Wire};

@@ -83,17 +83,6 @@ impl Replication {
         })
     }
 
-    /// `<name>.apply`, where calls are replicated as it (the module registers it).
-    pub fn apply(&self) -> Option<&CStr> {
-        match &self.sent {
-            Sent::PerCall {
-                command,
-                form: CallForm::Apply,
-            } => Some(command),
-            _ => None,
-        }
-    }
-
     /// The server command sent, which the load checks exists (or a call could write unreplicated).
     pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
         match &self.sent {

@@ -1,5 +1,4 @@
-//! One call's replication: the [`Wire`] the write path reports each key to, over a [`Link`] to
-//! the server (the module API, or the unit tests' recorder); and the changes counter.
+//! One call's replication ([`Wire`], over a [`Link`]) and the changes counter.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,10 +8,10 @@ use super::modes::{CallForm, Replication, Sent};
 use crate::deadline::{self, Resolved};
 use crate::ffi::{Arg, Ctx, OwnedString, Reply, Word};
 use crate::outcome::Abort;
+use crate::syntax::parse_i64;
 use crate::write::{Sink, WrittenBy};
 
-/// What one call's replication needs from the server: the module API ([`CtxLink`]) or the unit
-/// tests' recorder.
+/// What a [`Wire`] needs from the server: the module API ([`CtxLink`]) or the tests' recorder.
 pub trait Link<A> {
     /// Queues `command head... pairs... tail...`; false if the server refused it.
     fn replicate(&mut self, command: &CStr, head: &[Word], pairs: &[A], tail: &[Word]) -> bool;
@@ -24,22 +23,20 @@ pub trait Link<A> {
 
 /// What this call sends, decided once when the call starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sends {
+enum Sends<'w> {
     /// Nobody listens: count each key-API change (at the end on Redis 6.2).
     CountOnly { at_end: bool },
     /// Each key as `SET key value <expiry>`, which counts it.
     PerKey,
     /// One command for the keys written, once the call ends.
-    PerCall(CallForm),
+    PerCall(&'w CStr, CallForm),
 }
 
 /// One call's replication, told of each key written (in argument order). Dropped without
 /// [`Wire::finish`] (an abort, or a panic), it sends what was written all the same.
 pub struct Wire<'w, A: Copy, L: Link<A>> {
     link: L,
-    sends: Sends,
-    /// The per-call command's name.
-    command: &'w CStr,
+    sends: Sends<'w>,
     /// The call's pairs: the first `written` are written, the first `sent` replicated.
     pairs: &'w [A],
     written: usize,
@@ -61,15 +58,14 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         nobody_listens: bool,
     ) -> Wire<'w, A, L> {
         let at_end = replication.counts_at_end;
-        let (sends, command) = match &replication.sent {
-            _ if nobody_listens => (Sends::CountOnly { at_end }, c""),
-            Sent::PerKey => (Sends::PerKey, c""),
-            Sent::PerCall { command, form } => (Sends::PerCall(*form), command.as_c_str()),
+        let sends = match &replication.sent {
+            _ if nobody_listens => Sends::CountOnly { at_end },
+            Sent::PerKey => Sends::PerKey,
+            Sent::PerCall { command, form } => Sends::PerCall(command, *form),
         };
         Wire {
             link,
             sends,
-            command,
             pairs,
             written: 0,
             sent: 0,
@@ -89,20 +85,16 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
     /// one, else (or if that fails) as `SET` each; then counts the changes left. A counter that
     /// fails leaves save points late, nothing else: the keys are written and replicated.
     fn send_written(&mut self) -> Result<(), Abort> {
-        if let (Sends::PerCall(form), Some(expiry)) = (self.sends, self.expiry) {
-            if self.sent < self.written && self.send_call(form, expiry) {
+        if let (Sends::PerCall(command, form), Some(expiry)) = (self.sends, self.expiry) {
+            if self.sent < self.written && self.send_call(command, form, expiry) {
                 // The command counts one change itself.
                 self.uncounted = self.uncounted.saturating_sub(1);
             }
         }
         if !matches!(self.sends, Sends::CountOnly { .. }) {
-            while self.sent < self.written && self.send_set(self.sent) {}
+            while self.sent < self.written && self.send_set() {}
         }
-        let at_end = matches!(
-            self.sends,
-            Sends::PerCall(_) | Sends::CountOnly { at_end: true }
-        );
-        if at_end && self.uncounted > 0 {
+        if self.uncounted > 0 {
             let _ = self.link.count_changes(self.uncounted);
             self.uncounted = 0;
         }
@@ -114,7 +106,7 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
     }
 
     /// The written pairs not sent as one command of the call's form.
-    fn send_call(&mut self, form: CallForm, expiry: Resolved) -> bool {
+    fn send_call(&mut self, command: &CStr, form: CallForm, expiry: Resolved) -> bool {
         let pairs = self
             .pairs
             .get(2 * self.sent..2 * self.written)
@@ -126,16 +118,17 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
                 deadline::options(expiry.into()),
             ),
         };
-        let sent = self.link.replicate(self.command, &head, pairs, &tail);
+        let sent = self.link.replicate(command, &head, pairs, &tail);
         self.sent = if sent { self.written } else { self.sent };
         sent
     }
 
-    /// Pair `index` as `SET key value <expiry>`.
-    fn send_set(&mut self, index: usize) -> bool {
-        let (Some([key, value]), Some(expiry)) =
-            (self.pairs.get(2 * index..2 * index + 2), self.expiry)
-        else {
+    /// The first pair not sent as `SET key value <expiry>`.
+    fn send_set(&mut self) -> bool {
+        let (Some([key, value]), Some(expiry)) = (
+            self.pairs.get(2 * self.sent..2 * self.sent + 2),
+            self.expiry,
+        ) else {
             return false;
         };
         if self.set_options.is_empty() {
@@ -152,7 +145,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
 impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
     fn drop(&mut self) {
         if !self.ended {
-            self.ended = true;
             // Best effort: the call already answers with its abort (or a panic's error).
             let _ = self.send_written();
         }
@@ -160,20 +152,20 @@ impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
 }
 
 impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
-    fn written(&mut self, _key: A, _value: A, by: WrittenBy, expiry: Resolved) {
+    fn written(&mut self, _key: A, by: WrittenBy, expiry: Resolved) {
         self.expiry = Some(expiry);
         match (self.sends, by) {
             // SET with `!` replicated itself (and every key of its call).
             (_, WrittenBy::ReplicatedCommand) => return,
-            (Sends::CountOnly { at_end: false }, WrittenBy::KeyApi) => self.link.count_change(),
-            (Sends::CountOnly { .. } | Sends::PerCall(_), WrittenBy::KeyApi) => self.uncounted += 1,
-            _ => {}
+            (Sends::PerKey, _) | (_, WrittenBy::Command) => {}
+            (Sends::CountOnly { at_end: false }, _) => self.link.count_change(),
+            _ => self.uncounted += 1,
         }
         self.written += 1;
         // REPLICATE SET: each key as it is written, unless one failed before (then they wait for
         // the end, where `finish` or the drop sends them, or reports the failure).
         if self.sends == Sends::PerKey && self.sent + 1 == self.written {
-            self.send_set(self.sent);
+            self.send_set();
         }
     }
 }
@@ -185,9 +177,7 @@ static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
 /// replication, so the server drops what `RedisModule_ReplicateVerbatim` queues.
 pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     let count = match args {
-        [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => std::str::from_utf8(count.bytes())
-            .ok()
-            .and_then(|text| text.parse::<u64>().ok()),
+        [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => parse_i64(count.bytes()),
         _ => None,
     };
     let Some(count) = count else {

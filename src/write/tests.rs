@@ -256,7 +256,7 @@ impl<'s> Keyspace for &'s Store {
 struct Recorder(Vec<(String, WrittenBy, Resolved)>);
 
 impl<'s> Sink<&'s [u8]> for Recorder {
-    fn written(&mut self, key: &'s [u8], _value: &'s [u8], by: WrittenBy, expiry: Resolved) {
+    fn written(&mut self, key: &'s [u8], by: WrittenBy, expiry: Resolved) {
         self.0.push((text(key), by, expiry));
     }
 }
@@ -298,7 +298,7 @@ fn write<'s>(
         &pairs,
         &mut deadline,
         batching,
-        Fork::None,
+        false,
         &mut recorder,
     )
     .expect("no abort");
@@ -752,7 +752,7 @@ fn run<'s>(
         pairs,
         &mut deadline,
         batching,
-        Fork::None,
+        false,
         &mut wire,
     )?;
     wire.finish()?;

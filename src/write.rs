@@ -185,6 +185,13 @@ struct Writer<'w, K: Keyspace, S> {
     in_place: usize,
 }
 
+/// How the key API writes a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    New,
+    InPlace,
+}
+
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     fn pair(&mut self, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
         // SET stores a canonical integer as `int` or shared, which no module API can produce. The
@@ -203,7 +210,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
         // One access, as SET's own lookup of the key.
         let mut handle = self.open(key, Touch::Yes)?;
-        let Some(in_place) = self.key_api_path(&mut handle, key, value) else {
+        let Some(path) = self.key_api_path(&mut handle, key, value) else {
             // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
             drop(handle);
@@ -215,15 +222,14 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             self.flush()?;
             handle = self.open(key, Touch::No)?;
         }
-        let stored = if in_place {
-            handle.overwrite(value.as_ref())
-        } else {
-            handle.set(value)
+        let stored = match path {
+            Written::New => handle.set(value),
+            Written::InPlace => handle.overwrite(value.as_ref()),
         };
         if !stored {
             return Err(Abort("write the value"));
         }
-        self.key_api_done(handle, key, in_place)
+        self.key_api_done(handle, key, path == Written::InPlace)
     }
 
     fn open(&self, key: K::Arg, touch: Touch) -> Result<K::Key, Abort> {
@@ -238,15 +244,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// Whether the key API writes `key` as SET would: `Some(false)`, as a new key from the
-    /// argument (unless the built-in batch, as cheap for new keys, writes it); `Some(true)`, in
-    /// place: a same-length string SET would not embed whose buffer is as compact as a fresh one.
-    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<bool> {
+    /// How the key API writes `key` as SET would, if it can: a new key from the argument (unless
+    /// the built-in batch, as cheap for new keys, writes it), or in place: a same-length string
+    /// SET would not embed whose buffer is as compact as a fresh one.
+    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
         let kept_ttl =
             |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
-            Contents::Nothing if self.batching != Batching::Builtin => Some(false),
+            Contents::Nothing if self.batching != Batching::Builtin => Some(Written::New),
             Contents::String(found)
                 if found == len
                     && len > 0
@@ -256,7 +262,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                         .allocation(len)
                         .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
             {
-                Some(true)
+                Some(Written::InPlace)
             }
             _ => None,
         }

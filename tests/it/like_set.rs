@@ -361,8 +361,12 @@ fn with_lfu_eviction_the_access_counter_ends_as_set_leaves_it() {
 fn a_deadline_in_the_past_does_what_set_does_on_this_server() {
     // Redis stores the key, then it is logically expired; Valkey 8+ deletes
     // an existing key at once (`del` on 8.0, `expired` from 8.1, replicated
-    // as DEL or UNLINK) and does nothing for a missing one.
-    let config = ServerConfig::default().line("appendonly yes");
+    // as DEL or UNLINK) and does nothing for a missing one. `always`: every
+    // write reaches the AOF file before its reply (with `everysec` a write can
+    // wait up to 2 s behind a background fsync, and the file lack it).
+    let config = ServerConfig::default()
+        .line("appendonly yes")
+        .line("appendfsync always");
     let seed = |con: &mut Connection| {
         // Keys stored with a past deadline are logically expired at once:
         // the active expiry cycle would delete them on one server and not

@@ -8,7 +8,7 @@ use crate::docs::Docs;
 use crate::keys::Keys;
 use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::loaded::Loaded;
-use crate::replication::{apply, CallForm, Replication, Sent};
+use crate::replication::{apply, Replication};
 use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
 use crate::write::Batching;
@@ -114,14 +114,10 @@ fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
         legacy_keys: docs.keys.legacy,
         docs: Some(docs),
     }];
-    if let Sent::PerCall {
-        command,
-        form: CallForm::Apply,
-    } = &module.replication.sent
-    {
+    if let Some(command) = module.replication.apply() {
         let docs = apply::docs();
         commands.push(Registration {
-            name: command.clone(),
+            name: command.to_owned(),
             role: Role::Apply,
             flags: c"write deny-oom",
             legacy_keys: docs.keys.legacy,
@@ -182,8 +178,8 @@ fn naming(
     environment: Environment,
 ) -> Result<Option<String>, String> {
     let name = options.command_name.clone();
-    match Some(server).filter(|s| s.has_builtin_msetex()) {
-        Some(server) if options.default_name() => match (options.syntax, profile.builtin) {
+    if server.has_builtin_msetex() && options.default_name() {
+        return match (options.syntax, profile.builtin) {
             (Syntax::Numkeys, Builtin::Serving) => Ok(None),
             (Syntax::Numkeys, _) => Err(format!(
                 "{}'s own MSETEX is renamed away (rename-command), and a module cannot take the \
@@ -197,20 +193,22 @@ fn naming(
                  load it under another name (COMMAND-NAME msetex.ttl), or with SYNTAX NUMKEYS",
                 server.describe()
             )),
-        },
-        _ if options.default_name() || name.contains('.') => Ok(Some(name)),
-        _ => match environment.name_in_use {
-            Some(false) => Ok(Some(name)),
-            Some(true) => Err(format!(
-                "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \
-                 module cannot take it): choose another one, with a dot (app.{name})"
-            )),
-            None => Err(format!(
-                "cannot tell whether COMMAND-NAME '{name}' names a server command renamed away \
-                 (ACL CAT, which lists them, is renamed away), which a module cannot take: \
-                 choose a name with a dot (app.{name})"
-            )),
-        },
+        };
+    }
+    if options.default_name() || name.contains('.') {
+        return Ok(Some(name));
+    }
+    match environment.name_in_use {
+        Some(false) => Ok(Some(name)),
+        Some(true) => Err(format!(
+            "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \
+             module cannot take it): choose another one, with a dot (app.{name})"
+        )),
+        None => Err(format!(
+            "cannot tell whether COMMAND-NAME '{name}' names a server command renamed away \
+             (ACL CAT, which lists them, is renamed away), which a module cannot take: \
+             choose a name with a dot (app.{name})"
+        )),
     }
 }
 

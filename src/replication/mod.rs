@@ -11,7 +11,9 @@ pub use listeners::{
     is_replication_handshake, listeners_label, nobody_listens, on_cron, on_listener_may_appear,
     set_watching, ReplicationInfo, PROBED_FIELDS,
 };
-pub use modes::{CallForm, Replicate, Replication, Sent};
+#[cfg(test)]
+pub use modes::{CallForm, Sent};
+pub use modes::{Replicate, Replication};
 #[cfg(test)]
 pub use wire::Link;
 pub use wire::{count_changes, CtxLink, Wire};

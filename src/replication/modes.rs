@@ -83,6 +83,17 @@ impl Replication {
         })
     }
 
+    /// `<name>.apply`, where calls are sent as it (the load registers it).
+    pub fn apply(&self) -> Option<&CStr> {
+        match &self.sent {
+            Sent::PerCall {
+                command,
+                form: CallForm::Apply,
+            } => Some(command),
+            _ => None,
+        }
+    }
+
     /// The server command sent, which the load checks exists (or a call could write unreplicated).
     pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
         match &self.sent {

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use crate::docs::{pairs_from_2, KeyDocs, KeySpec};
 use crate::ffi::{Arg, ArgsChange, KeyPositions};
 use crate::outcome::Refusal;
-use crate::server::{KeysDeclared, MovedKeys, Profile};
+use crate::server::{Builtin, KeysDeclared, MovedKeys, Profile};
 use crate::syntax::{Packed, ParseError, Request, Syntax};
 
 /// How this deployment's calls get their keys to the server.
@@ -37,7 +37,7 @@ impl Keys {
             syntax,
             declared: profile.keys,
             filter,
-            keynum_steps: profile.builtin.exists(),
+            keynum_steps: profile.builtin != Builtin::None,
             cluster: profile.cluster,
         }
     }

@@ -183,13 +183,6 @@ pub enum Builtin {
     RenamedAway,
 }
 
-impl Builtin {
-    /// Redis 8.4+, Valkey 9.1+, which also read a keynum key spec with its step.
-    pub fn exists(self) -> bool {
-        self != Builtin::None
-    }
-}
-
 /// What SET does when its deadline is already past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PastDeadline {

@@ -94,9 +94,17 @@ impl Syntax {
 
     /// COMMAND DOCS and COMMAND INFO, the keys where `keys` says (`keys.rs`).
     pub fn docs(self, keys: KeyDocs) -> Docs {
-        match self {
-            Syntax::Ttl => ttl::docs(keys),
-            Syntax::Numkeys => numkeys::docs(keys),
+        let (summary, since, args) = match self {
+            Syntax::Ttl => (ttl::SUMMARY, c"1.0.0", ttl::ARGS),
+            Syntax::Numkeys => (numkeys::SUMMARY, c"2.0.0", numkeys::ARGS),
+        };
+        Docs {
+            summary,
+            complexity: c"O(N) where N is the number of keys to set.",
+            since,
+            args,
+            keys,
+            arity: ARITY,
         }
     }
 

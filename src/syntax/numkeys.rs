@@ -2,14 +2,15 @@
 //! `MSETEX numkeys key value ... [NX | XX] [EX | PX | EXAT | PXAT time | KEEPTTL]`, options parsed
 //! like SET's (a repeat is allowed, the last time wins); its packed form and COMMAND DOCS.
 
+use std::ffi::CStr;
 use std::ops::Range;
 
 use super::options::{
     expiry, parse_i64, Ack, Condition, Expiry, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
-use super::options::{ARITY, CONDITION, DATA};
+use super::options::{CONDITION, DATA};
 use super::packed::{self, Packing};
-use crate::docs::{one_of, plain, token, valued, Arg, ArgKind, Docs, KeyDocs};
+use crate::docs::{one_of, plain, token, valued, Arg, ArgKind};
 
 /// Checks in the built-in's order: numkeys, pair count, option syntax, then the time's value.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
@@ -110,21 +111,11 @@ pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
     })
 }
 
-/// The NUMKEYS form's docs, its keys where `keys` says.
-pub(super) fn docs(keys: KeyDocs) -> Docs {
-    Docs {
-        summary: c"Sets multiple keys to multiple values, with an optional shared \
-                   expiration, atomically (the numkeys form of Redis 8.4 and Valkey 9.1).",
-        complexity: c"O(N) where N is the number of keys to set.",
-        since: c"2.0.0",
-        args: ARGS,
-        keys,
-        arity: ARITY,
-    }
-}
+pub(super) const SUMMARY: &CStr = c"Sets multiple keys to multiple values, with an optional \
+    shared expiration, atomically (the numkeys form of Redis 8.4 and Valkey 9.1).";
 
 /// The NUMKEYS form's arguments for COMMAND DOCS (its grammar: `syntax`).
-const ARGS: &[Arg] = &[
+pub(super) const ARGS: &[Arg] = &[
     plain(c"numkeys", ArgKind::Integer),
     DATA,
     CONDITION,

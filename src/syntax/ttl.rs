@@ -1,13 +1,15 @@
 //! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`, its
 //! options packed into one argument and its COMMAND DOCS.
 
+use std::ffi::CStr;
+
 use super::numkeys;
 use super::options::{
     expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
-use super::options::{ARITY, CONDITION, DATA};
+use super::options::{CONDITION, DATA};
 use super::packed::{self, Packing};
-use crate::docs::{one_of, plain, token, Arg, ArgKind, Docs, KeyDocs};
+use crate::docs::{one_of, plain, token, Arg, ArgKind};
 
 /// Options (at most one of each group, any order), then time, then at least one whole pair.
 /// Checks in order: the NUMKEYS shape, arity, options, arity again, the integer, its range.
@@ -103,20 +105,11 @@ fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
         .is_ok_and(|pairs| pairs.end < argv.len() && numkeys::options(argv, pairs.end).is_ok())
 }
 
-/// The TTL form's docs, its keys where `keys` says.
-pub(super) fn docs(keys: KeyDocs) -> Docs {
-    Docs {
-        summary: c"Sets multiple keys to multiple values with one time to live, atomically.",
-        complexity: c"O(N) where N is the number of keys to set.",
-        since: c"1.0.0",
-        args: ARGS,
-        keys,
-        arity: ARITY,
-    }
-}
+pub(super) const SUMMARY: &CStr =
+    c"Sets multiple keys to multiple values with one time to live, atomically.";
 
 /// `[NX | XX] [EX | PX | EXAT | PXAT] time key value [key value ...]`
-const ARGS: &[Arg] = &[
+pub(super) const ARGS: &[Arg] = &[
     CONDITION,
     one_of(
         c"unit",

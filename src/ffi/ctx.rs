@@ -10,24 +10,21 @@ use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 use super::api::{log, Api, LogLevel, API};
 
 /// A "where are the keys" call (flag `getkeys-api`).
-pub struct KeyPositions {
-    pub(super) raw: *mut RedisModuleCtx,
-    pub(super) api: &'static Api,
-}
+pub struct KeyPositions<'call>(pub(super) Ctx<'call>);
 
-impl KeyPositions {
+impl KeyPositions<'_> {
     /// Declares argv[`index`] a key that the command overwrites.
     pub fn key_at(&self, index: usize) {
         let Ok(pos) = c_int::try_from(index) else {
             return;
         };
         let flags = raw::REDISMODULE_CMD_KEY_OW as c_int | raw::REDISMODULE_CMD_KEY_UPDATE as c_int;
-        // SAFETY: raw is a key-positions context; pos is within argv.
+        // SAFETY: the context is a key-positions one; pos is within argv.
         unsafe {
-            match self.api.key_at_pos_with_flags {
-                Some(with_flags) => with_flags(self.raw, pos, flags),
+            match self.0.api.key_at_pos_with_flags {
+                Some(with_flags) => with_flags(self.0.raw, pos, flags),
                 // Before Redis 7.0: no flags; ACLs then require full access.
-                None => (self.api.key_at_pos)(self.raw, pos),
+                None => (self.0.api.key_at_pos)(self.0.raw, pos),
             }
         }
     }
@@ -101,7 +98,6 @@ pub struct ContextFlags {
     pub replicated: bool,
     /// The AOF replays this call.
     pub loading: bool,
-    pub replica: bool,
     /// An RDB or AOF rewrite child runs: key lookups do not touch keys meanwhile.
     pub active_child: bool,
 }
@@ -154,7 +150,6 @@ impl<'call> Ctx<'call> {
             replicated: has(raw::REDISMODULE_CTX_FLAGS_REPLICATED),
             loading: has(raw::REDISMODULE_CTX_FLAGS_LOADING)
                 || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
-            replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
             active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
         }
     }

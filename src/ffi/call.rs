@@ -21,11 +21,11 @@ macro_rules! call_fixed {
                 $ctx.raw,
                 $command,
                 $format,
-                $head.0,
-                $head.1,
+                $head.as_mut_ptr(),
+                $head.len(),
                 $( c[$i].0, c[$i].1, c[$i].2, )+
-                $tail.0,
-                $tail.1,
+                $tail.as_mut_ptr(),
+                $tail.len(),
             )
         } else )+ {
             std::ptr::null_mut()
@@ -107,11 +107,9 @@ impl<'call> Ctx<'call> {
                 return false;
             };
             let mut head_ptrs = argv(&head, &[], &[]);
-            let head_vector = (head_ptrs.as_mut_ptr(), head_ptrs.len());
-            let tail_vector = (tail.as_mut_ptr(), tail.len());
             // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
             let reply = unsafe {
-                call_fixed!(self, command.as_ptr(), format.as_ptr(), head_vector, chunk, tail_vector;
+                call_fixed!(self, command.as_ptr(), format.as_ptr(), head_ptrs, chunk, tail;
                     64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
                            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
                     32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
@@ -148,14 +146,17 @@ impl<'call> Ctx<'call> {
         CallReply::new(reply, self.api)
     }
 
-    /// Runs a server command as the module (no user: no ACL check) and returns its reply.
-    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<CallValue> {
+    /// Runs a server command as the module (no user: no ACL check); `None` unless an array reply.
+    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<Vec<CallValue>> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
         // SAFETY: the strings are live.
         let reply = unsafe { self.call_argv(command, c"v", &mut argv(&strings, &[], &[])) }?;
         // SAFETY: reply is live until dropped, after this.
-        Some(unsafe { call_value(self.api, reply.ptr, 0) })
+        match unsafe { call_value(self.api, reply.ptr, 0) } {
+            CallValue::Array(items) => Some(items),
+            _ => None,
+        }
     }
 
     /// Queues `command key value tail...` for replicas and the AOF (several a call: MULTI/EXEC);
@@ -172,7 +173,7 @@ impl<'call> Ctx<'call> {
         }
         let mut ptrs: [_; 2] = std::array::from_fn(|i| tail.get(i).map_or(null_mut(), |s| s.ptr));
         // SAFETY: "ssv": two live strings, an array of them and its length; the server refs them.
-        let status = unsafe {
+        unsafe {
             (self.api.replicate)(
                 self.raw,
                 command.as_ptr(),
@@ -181,9 +182,8 @@ impl<'call> Ctx<'call> {
                 value.ptr,
                 ptrs.as_mut_ptr(),
                 tail.len(),
-            )
-        };
-        status == OK
+            ) == OK
+        }
     }
 
     /// Queues `name head... pairs... tail...` for replicas, the AOF and a running slot migration.
@@ -196,16 +196,15 @@ impl<'call> Ctx<'call> {
     ) -> bool {
         let mut argv = argv(head, pairs, tail);
         // SAFETY: "v": an array of live module strings and its length; the server refs them.
-        let status = unsafe {
+        unsafe {
             (self.api.replicate)(
                 self.raw,
                 name.as_ptr(),
                 c"v".as_ptr(),
                 argv.as_mut_ptr(),
                 argv.len(),
-            )
-        };
-        status == OK
+            ) == OK
+        }
     }
 
     /// Counts a change for RDB saves (`server.dirty`) where the server drops what is replicated.

@@ -42,10 +42,7 @@ pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
         }
     }
     // By CONFIG GET: [name, value].
-    let Some(CallValue::Array(reply)) = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])
-    else {
-        return None;
-    };
+    let reply = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])?;
     match reply.get(1)? {
         CallValue::Text(value) => String::from_utf8_lossy(value).trim().parse().ok(),
         _ => None,
@@ -73,10 +70,7 @@ pub fn command_callable(ctx: *mut RawCtx, name: &CStr) -> bool {
 /// Whether `name` is a server command's original name, renamed or not; `None` if `ACL CAT` fails.
 pub fn original_command_name(ctx: *mut RawCtx, name: &str) -> Option<bool> {
     let ctx = Ctx::of(ctx)?;
-    let acl_cat = |args: &[&[u8]]| match ctx.call(c"ACL", args)? {
-        CallValue::Array(items) => Some(items),
-        _ => None,
-    };
+    let acl_cat = |args: &[&[u8]]| ctx.call(c"ACL", args);
     let name = name.as_bytes();
     let is_name = |c: &CallValue| matches!(c, CallValue::Text(c) if c.eq_ignore_ascii_case(name));
     for category in acl_cat(&[b"CAT"])? {

@@ -161,12 +161,8 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             return;
         }
         // SAFETY: every position below count exists.
-        let Some(args) = (0..count)
-            .map(|i| unsafe { filter.arg(i) })
-            .collect::<Option<Vec<_>>>()
-        else {
-            return;
-        };
+        let args: Option<Vec<_>> = (0..count).map(|i| unsafe { filter.arg(i) }).collect();
+        let Some(args) = args else { return };
         let mut argc = args.len();
         for change in H::filter(&args) {
             // SAFETY: the positions exist (checked, and tracked through each change).

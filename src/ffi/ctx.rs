@@ -118,9 +118,8 @@ impl<'call> Ctx<'call> {
         argv: *mut *mut RedisModuleString,
         argc: c_int,
     ) -> Vec<Arg<'call>> {
-        let argc = usize::try_from(argc).unwrap_or(0);
         // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
-        let raw_args = unsafe { slice(argv, argc) };
+        let raw_args = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 

@@ -100,6 +100,7 @@ pub struct ContextFlags {
     pub loading: bool,
     /// An RDB or AOF rewrite child runs: key lookups do not touch keys meanwhile.
     pub active_child: bool,
+    pub cluster: bool,
 }
 
 impl<'call> Ctx<'call> {
@@ -141,7 +142,7 @@ impl<'call> Ctx<'call> {
     }
 
     pub fn flags(&self) -> ContextFlags {
-        // SAFETY: ctx is the live command context; the call only reads state.
+        // SAFETY: ctx is live (a command's or the load's); the call only reads state.
         let flags = unsafe { (self.api.get_context_flags)(self.raw) };
         let has = |flag: u32| flags & flag as c_int != 0;
         ContextFlags {
@@ -150,6 +151,7 @@ impl<'call> Ctx<'call> {
             loading: has(raw::REDISMODULE_CTX_FLAGS_LOADING)
                 || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
             active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
+            cluster: has(raw::REDISMODULE_CTX_FLAGS_CLUSTER),
         }
     }
 

@@ -2,9 +2,6 @@
 
 use std::ffi::{CStr, CString};
 
-use libc::c_int;
-use redis_module::raw;
-
 use super::api::{RawCtx, API, OK};
 use super::call::{clear_errno, errno, CallReply, CallValue};
 use super::ctx::Ctx;
@@ -50,11 +47,7 @@ pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
 }
 
 pub fn cluster_enabled(ctx: *mut RawCtx) -> bool {
-    API.get().is_some_and(|api| {
-        // SAFETY: ctx is the load context; the call only reads flags.
-        let flags = unsafe { (api.get_context_flags)(ctx) };
-        flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
-    })
+    Ctx::of(ctx).is_some_and(|ctx| ctx.flags().cluster)
 }
 
 /// Whether `name` answers (not renamed away): a bare `RedisModule_Call` runs it or fails EINVAL.

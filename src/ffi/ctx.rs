@@ -72,9 +72,7 @@ impl<'call> Arg<'call> {
     }
 }
 
-/// The `len` items at `data`; none if NULL.
-/// # Safety
-/// A non-null `data` points at `len` items that live for `'a`.
+/// The `len` items at `data`, none if NULL. Safety: a non-null `data` has `len` items for `'a`.
 pub(super) unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
     if data.is_null() || len == 0 {
         return &[];

@@ -146,16 +146,21 @@ impl<'call> Ctx<'call> {
         CallReply::new(reply, self.api)
     }
 
-    /// Runs a server command as the module (no user: no ACL check); `None` unless an array reply.
-    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<Vec<CallValue>> {
+    /// Runs a server command as the module (no user: no ACL check); `None` unless it replies an
+    /// array, whose string items it copies (any other item: `None`).
+    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<Vec<Option<Vec<u8>>>> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
         // SAFETY: the strings are live.
         let reply = unsafe { self.call_argv(command, c"v", &mut argv(&strings, &[], &[])) }?;
-        // SAFETY: reply is live until dropped, after this.
-        match unsafe { call_value(self.api, reply.ptr, 0) } {
-            CallValue::Array(items) => Some(items),
-            _ => None,
+        let (api, array) = (self.api, reply.ptr);
+        // SAFETY: the reply is live until dropped, after this, and so are its items (or NULL).
+        unsafe {
+            if (api.call_reply_type)(array) != raw::REDISMODULE_REPLY_ARRAY as c_int {
+                return None;
+            }
+            let item = |i| text(api, (api.call_reply_array_element)(array, i));
+            Some((0..(api.call_reply_length)(array)).map(item).collect())
         }
     }
 
@@ -250,33 +255,16 @@ fn succeeded(reply: Option<CallReply>) -> bool {
     })
 }
 
-/// A reply of [`Ctx::call`], copied out of the server's reply.
-pub enum CallValue {
-    Text(Vec<u8>),
-    Array(Vec<CallValue>),
-    /// Any other reply, an error included.
-    Nil,
-}
-
-/// Copies a live call reply (arrays at most 8 deep, as the replies the module reads are).
-unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) -> CallValue {
-    // SAFETY: reply is live (the caller's contract), and so are its elements (or NULL) while it is.
+/// A copy of a string reply; `None` for NULL or another type. Safety: `reply` is NULL or live.
+unsafe fn text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<Vec<u8>> {
+    let mut len = 0usize;
+    // SAFETY: the caller's contract; a string's pointer is valid while the reply is.
     unsafe {
-        match (api.call_reply_type)(reply) as isize {
-            raw::REDISMODULE_REPLY_STRING => {
-                let mut len = 0usize;
-                let text = (api.call_reply_string_ptr)(reply, &mut len);
-                CallValue::Text(slice(text.cast(), len).to_vec())
-            }
-            raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
-                let items = (0..(api.call_reply_length)(reply)).map(|i| {
-                    let item = (api.call_reply_array_element)(reply, i);
-                    (!item.is_null()).then(|| call_value(api, item, depth + 1))
-                });
-                CallValue::Array(items.map(|item| item.unwrap_or(CallValue::Nil)).collect())
-            }
-            _ => CallValue::Nil,
+        let string = raw::REDISMODULE_REPLY_STRING as c_int;
+        if reply.is_null() || (api.call_reply_type)(reply) != string {
+            return None;
         }
+        Some(slice((api.call_reply_string_ptr)(reply, &mut len).cast(), len).to_vec())
     }
 }
 

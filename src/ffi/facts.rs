@@ -3,7 +3,7 @@
 use std::ffi::{CStr, CString};
 
 use super::api::{RawCtx, API, OK};
-use super::call::{clear_errno, errno, CallReply, CallValue};
+use super::call::{clear_errno, errno, CallReply};
 use super::ctx::Ctx;
 
 /// Reads `fields` of the INFO section `section`; missing fields are left out.
@@ -40,10 +40,8 @@ pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
     }
     // By CONFIG GET: [name, value].
     let reply = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])?;
-    match reply.get(1)? {
-        CallValue::Text(value) => String::from_utf8_lossy(value).trim().parse().ok(),
-        _ => None,
-    }
+    let value = reply.get(1)?.as_deref()?;
+    String::from_utf8_lossy(value).trim().parse().ok()
 }
 
 pub fn cluster_enabled(ctx: *mut RawCtx) -> bool {
@@ -65,12 +63,9 @@ pub fn original_command_name(ctx: *mut RawCtx, name: &str) -> Option<bool> {
     let ctx = Ctx::of(ctx)?;
     let acl_cat = |args: &[&[u8]]| ctx.call(c"ACL", args);
     let name = name.as_bytes();
-    let is_name = |c: &CallValue| matches!(c, CallValue::Text(c) if c.eq_ignore_ascii_case(name));
+    let is_name = |c: &Option<Vec<u8>>| c.as_ref().is_some_and(|c| c.eq_ignore_ascii_case(name));
     for category in acl_cat(&[b"CAT"])? {
-        let CallValue::Text(category) = category else {
-            return None;
-        };
-        if acl_cat(&[b"CAT", &category])?.iter().any(is_name) {
+        if acl_cat(&[b"CAT", &category?])?.iter().any(is_name) {
             return Some(true);
         }
     }

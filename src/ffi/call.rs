@@ -146,8 +146,7 @@ impl<'call> Ctx<'call> {
         CallReply::new(reply, self.api)
     }
 
-    /// Runs a server command as the module (no user: no ACL check); `None` unless it replies an
-    /// array, whose string items it copies (any other item: `None`).
+    /// Runs a server command as the module (no user: no ACL check): its array reply's strings.
     pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<Vec<Option<Vec<u8>>>> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;

@@ -175,13 +175,11 @@ impl<'call> Ctx<'call> {
     }
 
     pub fn words(&self, words: &[Word]) -> Option<Vec<OwnedString>> {
-        words
-            .iter()
-            .map(|word| match *word {
-                Word::Text(text) => self.string(text),
-                Word::Number(n) => self.string(n.to_string().as_bytes()),
-            })
-            .collect()
+        let string = |word: &Word| match *word {
+            Word::Text(text) => self.string(text),
+            Word::Number(n) => self.string(n.to_string().as_bytes()),
+        };
+        words.iter().map(string).collect()
     }
 
     pub fn log_warning(&self, message: &str) {

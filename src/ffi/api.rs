@@ -9,7 +9,6 @@ use redis_module::raw::{
     self, RedisModuleCallReply, RedisModuleCtx, RedisModuleKey, RedisModuleString, RedisModuleUser,
 };
 
-/// The server's context handle, as the load step passes it around.
 pub type RawCtx = RedisModuleCtx;
 
 pub(super) const OK: c_int = raw::REDISMODULE_OK as c_int;
@@ -18,14 +17,12 @@ pub(super) const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 /// Declares [`Api`] and its resolver; `optional` functions (newer servers) are `Option`s.
 macro_rules! module_api {
     (
-        required { $( $field:ident = $symbol:ident : fn($($arg:ty),*) $(-> $ret:ty)? ;)* }
+        required { $( $field:ident = $symbol:ident : fn($($arg:ty),* $(; $va:tt)?) $(-> $ret:ty)? ;)* }
         optional { $( $ofield:ident = $osymbol:ident : fn($($oarg:ty),*) $(-> $oret:ty)? ;)* }
     ) => {
         pub struct Api {
-            $( pub(super) $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
+            $( pub(super) $field: unsafe extern "C" fn($($arg,)* $($va)?) $(-> $ret)?, )*
             $( pub(super) $ofield: Option<unsafe extern "C" fn($($oarg),*) $(-> $oret)?>, )*
-            pub(super) replicate: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int,
-            pub(super) call: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> *mut RedisModuleCallReply,
         }
 
         impl Api {
@@ -34,8 +31,6 @@ macro_rules! module_api {
                 unsafe { Ok(Api {
                     $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
                     $( $ofield: raw::$osymbol, )*
-                    replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
-                    call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
                 }) }
             }
         }
@@ -45,6 +40,8 @@ macro_rules! module_api {
 // Every required function exists since Redis 6.2.2 (SetAbsExpire, GetAbsExpire the newest).
 module_api! {
     required {
+        call = RedisModule_Call: fn(*mut RedisModuleCtx, *const c_char, *const c_char; ...) -> *mut RedisModuleCallReply;
+        replicate = RedisModule_Replicate: fn(*mut RedisModuleCtx, *const c_char, *const c_char; ...) -> c_int;
         create_command = RedisModule_CreateCommand: fn(*mut RedisModuleCtx, *const c_char, raw::RedisModuleCmdFunc, *const c_char, c_int, c_int, c_int) -> c_int;
         open_key = RedisModule_OpenKey: fn(*mut RedisModuleCtx, *mut RedisModuleString, c_int) -> *mut RedisModuleKey;
         close_key = RedisModule_CloseKey: fn(*mut RedisModuleKey);

@@ -21,11 +21,11 @@ macro_rules! call_fixed {
                 $ctx.raw,
                 $command,
                 $format,
-                $head.0,
-                $head.1,
+                $head.as_mut_ptr(),
+                $head.len(),
                 $( c[$i].0, c[$i].1, c[$i].2, )+
-                $tail.0,
-                $tail.1,
+                $tail.as_mut_ptr(),
+                $tail.len(),
             )
         } else )+ {
             std::ptr::null_mut()
@@ -107,11 +107,9 @@ impl<'call> Ctx<'call> {
                 return false;
             };
             let mut head_ptrs = argv(&head, &[], &[]);
-            let head_vector = (head_ptrs.as_mut_ptr(), head_ptrs.len());
-            let tail_vector = (tail.as_mut_ptr(), tail.len());
             // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
             let reply = unsafe {
-                call_fixed!(self, command.as_ptr(), format.as_ptr(), head_vector, chunk, tail_vector;
+                call_fixed!(self, command.as_ptr(), format.as_ptr(), head_ptrs, chunk, tail;
                     64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
                            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
                     32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
@@ -148,14 +146,21 @@ impl<'call> Ctx<'call> {
         CallReply::new(reply, self.api)
     }
 
-    /// Runs a server command as the module (no user: no ACL check) and returns its reply.
-    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<CallValue> {
+    /// Runs a server command as the module (no user: no ACL check): its array reply's strings.
+    pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<Vec<Option<Vec<u8>>>> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
         // SAFETY: the strings are live.
         let reply = unsafe { self.call_argv(command, c"v", &mut argv(&strings, &[], &[])) }?;
-        // SAFETY: reply is live until dropped, after this.
-        Some(unsafe { call_value(self.api, reply.ptr, 0) })
+        let (api, array) = (self.api, reply.ptr);
+        // SAFETY: the reply is live until dropped, after this, and so are its items (or NULL).
+        unsafe {
+            if (api.call_reply_type)(array) != raw::REDISMODULE_REPLY_ARRAY as c_int {
+                return None;
+            }
+            let item = |i| text(api, (api.call_reply_array_element)(array, i));
+            Some((0..(api.call_reply_length)(array)).map(item).collect())
+        }
     }
 
     /// Queues `command key value tail...` for replicas and the AOF (several a call: MULTI/EXEC);
@@ -172,7 +177,7 @@ impl<'call> Ctx<'call> {
         }
         let mut ptrs: [_; 2] = std::array::from_fn(|i| tail.get(i).map_or(null_mut(), |s| s.ptr));
         // SAFETY: "ssv": two live strings, an array of them and its length; the server refs them.
-        let status = unsafe {
+        unsafe {
             (self.api.replicate)(
                 self.raw,
                 command.as_ptr(),
@@ -181,9 +186,8 @@ impl<'call> Ctx<'call> {
                 value.ptr,
                 ptrs.as_mut_ptr(),
                 tail.len(),
-            )
-        };
-        status == OK
+            ) == OK
+        }
     }
 
     /// Queues `name head... pairs... tail...` for replicas, the AOF and a running slot migration.
@@ -196,16 +200,15 @@ impl<'call> Ctx<'call> {
     ) -> bool {
         let mut argv = argv(head, pairs, tail);
         // SAFETY: "v": an array of live module strings and its length; the server refs them.
-        let status = unsafe {
+        unsafe {
             (self.api.replicate)(
                 self.raw,
                 name.as_ptr(),
                 c"v".as_ptr(),
                 argv.as_mut_ptr(),
                 argv.len(),
-            )
-        };
-        status == OK
+            ) == OK
+        }
     }
 
     /// Counts a change for RDB saves (`server.dirty`) where the server drops what is replicated.
@@ -251,33 +254,16 @@ fn succeeded(reply: Option<CallReply>) -> bool {
     })
 }
 
-/// A reply of [`Ctx::call`], copied out of the server's reply.
-pub enum CallValue {
-    Text(Vec<u8>),
-    Array(Vec<CallValue>),
-    /// Any other reply, an error included.
-    Nil,
-}
-
-/// Copies a live call reply (arrays at most 8 deep, as the replies the module reads are).
-unsafe fn call_value(api: &Api, reply: *mut RedisModuleCallReply, depth: usize) -> CallValue {
-    // SAFETY: reply is live (the caller's contract), and so are its elements (or NULL) while it is.
+/// A copy of a string reply; `None` for NULL or another type. Safety: `reply` is NULL or live.
+unsafe fn text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<Vec<u8>> {
+    let mut len = 0usize;
+    // SAFETY: the caller's contract; a string's pointer is valid while the reply is.
     unsafe {
-        match (api.call_reply_type)(reply) as isize {
-            raw::REDISMODULE_REPLY_STRING => {
-                let mut len = 0usize;
-                let text = (api.call_reply_string_ptr)(reply, &mut len);
-                CallValue::Text(slice(text.cast(), len).to_vec())
-            }
-            raw::REDISMODULE_REPLY_ARRAY if depth < 8 => {
-                let items = (0..(api.call_reply_length)(reply)).map(|i| {
-                    let item = (api.call_reply_array_element)(reply, i);
-                    (!item.is_null()).then(|| call_value(api, item, depth + 1))
-                });
-                CallValue::Array(items.map(|item| item.unwrap_or(CallValue::Nil)).collect())
-            }
-            _ => CallValue::Nil,
+        let string = raw::REDISMODULE_REPLY_STRING as c_int;
+        if reply.is_null() || (api.call_reply_type)(reply) != string {
+            return None;
         }
+        Some(slice((api.call_reply_string_ptr)(reply, &mut len).cast(), len).to_vec())
     }
 }
 

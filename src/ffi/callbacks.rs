@@ -13,7 +13,7 @@ use super::ctx::{Arg, Ctx, KeyPositions, OwnedString, Reply};
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
     /// Answers the server's "where are the keys" call (commands with the `getkeys-api` flag).
-    fn declare_keys(_positions: &KeyPositions, _args: &[Arg<'_>]) {}
+    fn declare_keys(_positions: &KeyPositions<'_>, _args: &[Arg<'_>]) {}
 }
 
 /// A filter rewrite step: the `replaced` arguments from `at` on become `with`, after earlier steps.
@@ -123,10 +123,7 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     // SAFETY: ctx is the context of this call.
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
         // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS checks): no client here.
-        let positions = KeyPositions {
-            raw: ctx,
-            api: call.api,
-        };
+        let positions = KeyPositions(call);
         let _ = catch_unwind(AssertUnwindSafe(|| C::declare_keys(&positions, &args)));
         return OK;
     }
@@ -164,12 +161,8 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             return;
         }
         // SAFETY: every position below count exists.
-        let Some(args) = (0..count)
-            .map(|i| unsafe { filter.arg(i) })
-            .collect::<Option<Vec<_>>>()
-        else {
-            return;
-        };
+        let args: Option<Vec<_>> = (0..count).map(|i| unsafe { filter.arg(i) }).collect();
+        let Some(args) = args else { return };
         let mut argc = args.len();
         for change in H::filter(&args) {
             // SAFETY: the positions exist (checked, and tracked through each change).

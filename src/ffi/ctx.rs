@@ -10,24 +10,21 @@ use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 use super::api::{log, Api, LogLevel, API};
 
 /// A "where are the keys" call (flag `getkeys-api`).
-pub struct KeyPositions {
-    pub(super) raw: *mut RedisModuleCtx,
-    pub(super) api: &'static Api,
-}
+pub struct KeyPositions<'call>(pub(super) Ctx<'call>);
 
-impl KeyPositions {
+impl KeyPositions<'_> {
     /// Declares argv[`index`] a key that the command overwrites.
     pub fn key_at(&self, index: usize) {
         let Ok(pos) = c_int::try_from(index) else {
             return;
         };
         let flags = raw::REDISMODULE_CMD_KEY_OW as c_int | raw::REDISMODULE_CMD_KEY_UPDATE as c_int;
-        // SAFETY: raw is a key-positions context; pos is within argv.
+        // SAFETY: the context is a key-positions one; pos is within argv.
         unsafe {
-            match self.api.key_at_pos_with_flags {
-                Some(with_flags) => with_flags(self.raw, pos, flags),
+            match self.0.api.key_at_pos_with_flags {
+                Some(with_flags) => with_flags(self.0.raw, pos, flags),
                 // Before Redis 7.0: no flags; ACLs then require full access.
-                None => (self.api.key_at_pos)(self.raw, pos),
+                None => (self.0.api.key_at_pos)(self.0.raw, pos),
             }
         }
     }
@@ -75,9 +72,7 @@ impl<'call> Arg<'call> {
     }
 }
 
-/// The `len` items at `data`; none if NULL.
-/// # Safety
-/// A non-null `data` points at `len` items that live for `'a`.
+/// The `len` items at `data`, none if NULL. Safety: a non-null `data` has `len` items for `'a`.
 pub(super) unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
     if data.is_null() || len == 0 {
         return &[];
@@ -101,9 +96,9 @@ pub struct ContextFlags {
     pub replicated: bool,
     /// The AOF replays this call.
     pub loading: bool,
-    pub replica: bool,
     /// An RDB or AOF rewrite child runs: key lookups do not touch keys meanwhile.
     pub active_child: bool,
+    pub cluster: bool,
 }
 
 impl<'call> Ctx<'call> {
@@ -122,9 +117,8 @@ impl<'call> Ctx<'call> {
         argv: *mut *mut RedisModuleString,
         argc: c_int,
     ) -> Vec<Arg<'call>> {
-        let argc = usize::try_from(argc).unwrap_or(0);
         // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
-        let raw_args = unsafe { slice(argv, argc) };
+        let raw_args = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 
@@ -146,7 +140,7 @@ impl<'call> Ctx<'call> {
     }
 
     pub fn flags(&self) -> ContextFlags {
-        // SAFETY: ctx is the live command context; the call only reads state.
+        // SAFETY: ctx is live (a command's or the load's); the call only reads state.
         let flags = unsafe { (self.api.get_context_flags)(self.raw) };
         let has = |flag: u32| flags & flag as c_int != 0;
         ContextFlags {
@@ -154,8 +148,8 @@ impl<'call> Ctx<'call> {
             replicated: has(raw::REDISMODULE_CTX_FLAGS_REPLICATED),
             loading: has(raw::REDISMODULE_CTX_FLAGS_LOADING)
                 || has(raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING),
-            replica: has(raw::REDISMODULE_CTX_FLAGS_SLAVE),
             active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
+            cluster: has(raw::REDISMODULE_CTX_FLAGS_CLUSTER),
         }
     }
 
@@ -181,13 +175,11 @@ impl<'call> Ctx<'call> {
     }
 
     pub fn words(&self, words: &[Word]) -> Option<Vec<OwnedString>> {
-        words
-            .iter()
-            .map(|word| match *word {
-                Word::Text(text) => self.string(text),
-                Word::Number(n) => self.string(n.to_string().as_bytes()),
-            })
-            .collect()
+        let string = |word: &Word| match *word {
+            Word::Text(text) => self.string(text),
+            Word::Number(n) => self.string(n.to_string().as_bytes()),
+        };
+        words.iter().map(string).collect()
     }
 
     pub fn log_warning(&self, message: &str) {

@@ -2,11 +2,8 @@
 
 use std::ffi::{CStr, CString};
 
-use libc::c_int;
-use redis_module::raw;
-
 use super::api::{RawCtx, API, OK};
-use super::call::{clear_errno, errno, CallReply, CallValue};
+use super::call::{clear_errno, errno, CallReply};
 use super::ctx::Ctx;
 
 /// Reads `fields` of the INFO section `section`; missing fields are left out.
@@ -42,22 +39,13 @@ pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
         }
     }
     // By CONFIG GET: [name, value].
-    let Some(CallValue::Array(reply)) = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])
-    else {
-        return None;
-    };
-    match reply.get(1)? {
-        CallValue::Text(value) => String::from_utf8_lossy(value).trim().parse().ok(),
-        _ => None,
-    }
+    let reply = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])?;
+    let value = reply.get(1)?.as_deref()?;
+    String::from_utf8_lossy(value).trim().parse().ok()
 }
 
 pub fn cluster_enabled(ctx: *mut RawCtx) -> bool {
-    API.get().is_some_and(|api| {
-        // SAFETY: ctx is the load context; the call only reads flags.
-        let flags = unsafe { (api.get_context_flags)(ctx) };
-        flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER as c_int != 0
-    })
+    Ctx::of(ctx).is_some_and(|ctx| ctx.flags().cluster)
 }
 
 /// Whether `name` answers (not renamed away): a bare `RedisModule_Call` runs it or fails EINVAL.
@@ -73,17 +61,11 @@ pub fn command_callable(ctx: *mut RawCtx, name: &CStr) -> bool {
 /// Whether `name` is a server command's original name, renamed or not; `None` if `ACL CAT` fails.
 pub fn original_command_name(ctx: *mut RawCtx, name: &str) -> Option<bool> {
     let ctx = Ctx::of(ctx)?;
-    let acl_cat = |args: &[&[u8]]| match ctx.call(c"ACL", args)? {
-        CallValue::Array(items) => Some(items),
-        _ => None,
-    };
+    let acl_cat = |args: &[&[u8]]| ctx.call(c"ACL", args);
     let name = name.as_bytes();
-    let is_name = |c: &CallValue| matches!(c, CallValue::Text(c) if c.eq_ignore_ascii_case(name));
+    let is_name = |c: &Option<Vec<u8>>| c.as_ref().is_some_and(|c| c.eq_ignore_ascii_case(name));
     for category in acl_cat(&[b"CAT"])? {
-        let CallValue::Text(category) = category else {
-            return None;
-        };
-        if acl_cat(&[b"CAT", &category])?.iter().any(is_name) {
+        if acl_cat(&[b"CAT", &category?])?.iter().any(is_name) {
             return Some(true);
         }
     }

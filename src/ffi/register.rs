@@ -47,20 +47,13 @@ pub fn create_command<C: Command>(
     ctx: *mut RawCtx,
     name: &CStr,
     flags: &CStr,
-    (first_key, last_key, key_step): (i32, i32, i32),
+    (first, last, step): (i32, i32, i32),
 ) -> Result<(), String> {
     let api = api()?;
+    let entry: raw::RedisModuleCmdFunc = Some(command_entry::<C>);
     // SAFETY: ctx is the load context; the server copies name and flags; entry is a CmdFunc.
     let status = unsafe {
-        (api.create_command)(
-            ctx,
-            name.as_ptr(),
-            Some(command_entry::<C>),
-            flags.as_ptr(),
-            first_key,
-            last_key,
-            key_step,
-        )
+        (api.create_command)(ctx, name.as_ptr(), entry, flags.as_ptr(), first, last, step)
     };
     checked(status, (), || {
         let name = name.to_string_lossy();

@@ -1,6 +1,5 @@
-//! A string value's allocation, read from the sds header before the `RedisModule_StringDMA` buffer:
-//! every supported server (Redis 3.2 to 8.x, Valkey) uses sds; only types 5, 8 and 16 (values
-//! below 64 KiB) are read, only when the header's length matches (else `Unknown`).
+//! A string value's allocation, from the sds header before its `RedisModule_StringDMA` buffer (sds
+//! in every supported server: Redis 3.2 to 8.x, Valkey): types 5, 8 and 16 (below 64 KiB) only.
 
 /// What an sds header says about its allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,9 +12,8 @@ pub enum Allocation {
     Unknown,
 }
 
-/// Reads the sds header before `buf`, a string of `len` bytes.
-/// # Safety
-/// `buf` is the live `RedisModule_StringDMA` buffer of a `len`-byte value (key open, unchanged).
+/// Reads the sds header before `buf`, a string of `len` bytes. Safety: `buf` is the live
+/// `RedisModule_StringDMA` buffer of a `len`-byte value (key open, unchanged).
 pub unsafe fn allocation(buf: *const u8, len: usize) -> Allocation {
     // SAFETY: every sds header ends with a flags byte just before buf, and buf is an sds (caller).
     let flags = unsafe { *buf.sub(1) };

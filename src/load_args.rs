@@ -17,16 +17,6 @@ pub struct LoadOptions {
     pub replicate: Replicate,
 }
 
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            command_name: DEFAULT_COMMAND_NAME.to_owned(),
-            syntax: Syntax::Ttl,
-            replicate: Replicate::Set,
-        }
-    }
-}
-
 impl LoadOptions {
     pub fn default_name(&self) -> bool {
         self.command_name == DEFAULT_COMMAND_NAME
@@ -38,7 +28,11 @@ const USAGE: &str = "the load arguments are SYNTAX TTL|NUMKEYS, REPLICATE SET|MS
 
 /// Parses the load arguments; the error is the log line. A repeated argument's last value wins.
 pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
-    let mut options = LoadOptions::default();
+    let mut options = LoadOptions {
+        command_name: DEFAULT_COMMAND_NAME.to_owned(),
+        syntax: Syntax::Ttl,
+        replicate: Replicate::Set,
+    };
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         let original = String::from_utf8_lossy(arg);
@@ -100,9 +94,10 @@ mod tests {
 
     #[test]
     fn defaults() {
-        assert_eq!(parse(&[]), Ok(LoadOptions::default()));
-        assert_eq!(LoadOptions::default().syntax, Syntax::Ttl);
-        assert_eq!(LoadOptions::default().replicate, Replicate::Set);
+        let options = parse(&[]).unwrap();
+        assert_eq!(options.command_name, DEFAULT_COMMAND_NAME);
+        assert_eq!(options.syntax, Syntax::Ttl);
+        assert_eq!(options.replicate, Replicate::Set);
     }
 
     #[test]

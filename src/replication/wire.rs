@@ -45,8 +45,6 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
     uncounted: usize,
     /// The deadline the written keys got (known once the first is written).
     expiry: Option<Resolved>,
-    /// That deadline as SET's options, made once.
-    set_options: Vec<Word>,
     ended: bool,
 }
 
@@ -71,7 +69,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
             sent: 0,
             uncounted: 0,
             expiry: None,
-            set_options: Vec::new(),
             ended: false,
         }
     }
@@ -131,12 +128,8 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         ) else {
             return false;
         };
-        if self.set_options.is_empty() {
-            self.set_options = deadline::options(expiry.into());
-        }
-        let sent = self
-            .link
-            .replicate(c"SET", &[], &[*key, *value], &self.set_options);
+        let options = deadline::options(expiry.into());
+        let sent = self.link.replicate(c"SET", &[], &[*key, *value], &options);
         self.sent += usize::from(sent);
         sent
     }

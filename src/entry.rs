@@ -22,26 +22,23 @@ impl ffi::Module for Entry {
         load(ctx, args)
     }
 
+    /// Whether MODULE UNLOAD may go ahead: only where the module registered nothing (it stepped
+    /// aside for the server's own MSETEX). Every server of the matrix can crash once a module
+    /// command is gone: a client that queued it in MULTI runs freed memory at EXEC (all ten), a
+    /// client whose last command it was makes Redis 8.0+ reuse it, and ACL rules naming it crash
+    /// Redis 6.2 to 8.6 and Valkey 7.2 to 8.1. No module API says whether any client or rule
+    /// still holds it.
     fn may_unload(ctx: &Ctx<'_>) -> bool {
-        may_unload(ctx)
+        if loaded::get().is_none() {
+            return true;
+        }
+        ctx.log_warning(
+            "MODULE UNLOAD refused: the server can crash once this module's commands are gone \
+             (a client with MSETEX queued in MULTI, a client that last ran it, an ACL rule naming \
+             it); restart the server without the loadmodule line to remove the module",
+        );
+        false
     }
-}
-
-/// Whether MODULE UNLOAD may go ahead: only where the module registered nothing (it stepped
-/// aside for the server's own MSETEX). Every server of the matrix can crash once a module command
-/// is gone: a client that queued it in MULTI runs freed memory at EXEC (all ten), a client whose
-/// last command it was makes Redis 8.0+ reuse it, and ACL rules naming it crash Redis 6.2 to 8.6
-/// and Valkey 7.2 to 8.1. No module API says whether any client or rule still holds it.
-fn may_unload(ctx: &Ctx<'_>) -> bool {
-    if loaded::get().is_none() {
-        return true;
-    }
-    ctx.log_warning(
-        "MODULE UNLOAD refused: the server can crash once this module's commands are gone (a \
-         client with MSETEX queued in MULTI, a client that last ran it, an ACL rule naming it); \
-         restart the server without the loadmodule line to remove the module",
-    );
-    false
 }
 
 /// MODULE LOAD / `loadmodule`.
@@ -222,21 +219,15 @@ struct Info;
 
 impl ffi::InfoSection for Info {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)> {
-        let mut fields: Vec<(&'static CStr, InfoValue)> = stats::fields()
-            .into_iter()
-            .map(|(name, value)| (name, InfoValue::Integer(value)))
-            .collect();
-        fields.push((
-            c"replication_listeners",
-            InfoValue::Text(replication::listeners_label(aof_on)),
-        ));
+        let numbers = stats::fields().map(|(name, value)| (name, InfoValue::Integer(value)));
+        let mut fields = Vec::from(numbers);
+        let listeners = replication::listeners_label(aof_on);
+        let mut text = |name, text| fields.push((name, InfoValue::Text(text)));
+        text(c"replication_listeners", listeners);
         if let Some(module) = loaded::get() {
-            fields.push((c"syntax", InfoValue::Text(module.syntax.label())));
-            fields.push((
-                c"replicate",
-                InfoValue::Text(module.replication.mode.label()),
-            ));
-            fields.push((c"acl", InfoValue::Text(module.profile.acl.label())));
+            text(c"syntax", module.syntax.label());
+            text(c"replicate", module.replication.mode.label());
+            text(c"acl", module.profile.acl.label());
         }
         fields
     }

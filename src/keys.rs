@@ -162,10 +162,7 @@ impl Keys {
                 Refusal::Parse(ParseError::NumkeysShape).short_text(ours),
             );
         }
-        let Some((moved, packing)) = self
-            .filter
-            .and_then(|moved| self.syntax.pack(call).map(|packing| (moved, packing)))
-        else {
+        let (Some(moved), Some(packing)) = (self.filter, self.syntax.pack(call)) else {
             return Vec::new();
         };
         if routed && moved == MovedKeys::Refused {

@@ -6,7 +6,7 @@ use std::ffi::CString;
 use crate::acl::{self, AclCheck, Lacks, Words};
 use crate::deadline::{self, Deadline, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
-use crate::loaded::{self, Loaded};
+use crate::loaded::{Loaded, LOADED};
 use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
@@ -35,7 +35,7 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
 /// Runs `handler` for one call: counts it, and turns a failure into its error reply.
 fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Loaded) -> Result<Reply, Failure>) -> Reply {
     stats::record_call();
-    let Some(module) = loaded::get() else {
+    let Some(module) = LOADED.get() else {
         stats::record_error();
         return Reply::Error(c"ERR msetex is not loaded".to_owned());
     };
@@ -151,7 +151,7 @@ fn check_acl(
 
 /// Answers the server's "where are the keys" call (`getkeys-api`).
 pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    if let Some(module) = loaded::get() {
+    if let Some(module) = LOADED.get() {
         module.keys.declare(positions, args);
     }
 }

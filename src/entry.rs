@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use crate::acl::AclCheck;
 use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
 use crate::ffi::{Arg, Ctx};
-use crate::loaded;
+use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server};
@@ -29,7 +29,7 @@ impl ffi::Module for Entry {
     /// Redis 6.2 to 8.6 and Valkey 7.2 to 8.1. No module API says whether any client or rule
     /// still holds it.
     fn may_unload(ctx: &Ctx<'_>) -> bool {
-        if loaded::get().is_none() {
+        if LOADED.get().is_none() {
             return true;
         }
         ctx.log_warning(
@@ -97,7 +97,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let acl_note = profile.acl.load_note(&plan.module.name);
     let unwatched = (!watching)
         .then_some("server events or command filters unavailable: every key is always replicated");
-    loaded::set(plan.module);
+    LOADED.set(plan.module);
     ffi::log(raw, LogLevel::Notice, &plan.registered);
     for note in plan
         .notes
@@ -141,16 +141,13 @@ fn create(
         acl.confirm(categories == Ok(Optional::Done), ffi::acl_check_available())
             .map_err(|error| format!("{error}{reason}"))?;
     }
-    let outcomes = [
+    for (what, outcome) in [
         ("COMMAND DOCS information", info),
         ("ACL categories", categories),
-    ];
-    for (what, outcome) in outcomes {
-        if let Err(reason) = outcome {
-            let line = format!("{what}: {reason}");
-            if !warnings.contains(&line) {
-                warnings.push(line);
-            }
+    ] {
+        let line = outcome.err().map(|reason| format!("{what}: {reason}"));
+        if let Some(line) = line.filter(|line| !warnings.contains(line)) {
+            warnings.push(line);
         }
     }
     Ok(())
@@ -195,11 +192,13 @@ impl ffi::Hooks for Hooks {
             replication::on_listener_may_appear();
             return false;
         }
-        loaded::get().is_some_and(|module| module.keys.filter_wants(&module.name, name))
+        let wants = |module: &Loaded| module.keys.filter_wants(&module.name, name);
+        LOADED.get().is_some_and(wants)
     }
 
     fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
-        loaded::get().map_or_else(Vec::new, |module| module.keys.rewrite(&module.name, args))
+        let rewrite = |module: &Loaded| module.keys.rewrite(&module.name, args);
+        LOADED.get().map_or_else(Vec::new, rewrite)
     }
 
     fn on_replication_event() {
@@ -224,7 +223,7 @@ impl ffi::InfoSection for Info {
         let listeners = replication::listeners_label(aof_on);
         let mut text = |name, text| fields.push((name, InfoValue::Text(text)));
         text(c"replication_listeners", listeners);
-        if let Some(module) = loaded::get() {
+        if let Some(module) = LOADED.get() {
             text(c"syntax", module.syntax.label());
             text(c"replicate", module.replication.mode.label());
             text(c"acl", module.profile.acl.label());

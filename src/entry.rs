@@ -49,10 +49,8 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         &["redis_version", "server_name", "valkey_version"],
     );
     let server = Server::identify(|name| {
-        fields
-            .iter()
-            .find(|(field, _)| *field == name)
-            .map(|(_, value)| value.as_str())
+        let field = fields.iter().find(|(field, _)| *field == name);
+        field.map(|(_, value)| value.as_str())
     })
     .ok_or(
         "cannot tell which server this is (INFO server has no version the module can read); \
@@ -99,13 +97,8 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         .then_some("server events or command filters unavailable: every key is always replicated");
     LOADED.set(plan.module);
     ffi::log(raw, LogLevel::Notice, &plan.registered);
-    for note in plan
-        .notes
-        .iter()
-        .chain(&acl_note)
-        .map(String::as_str)
-        .chain(unwatched)
-    {
+    let notes = plan.notes.iter().chain(&acl_note).map(String::as_str);
+    for note in notes.chain(unwatched) {
         ffi::log(raw, LogLevel::Notice, note);
     }
     for warning in warnings {
@@ -134,12 +127,11 @@ fn create(
     let info = ffi::set_command_info(raw, name, docs);
     let categories = ffi::set_acl_categories(raw, name, ACL_CATEGORIES);
     if command.role == Role::Msetex {
-        let reason = categories
-            .as_ref()
-            .err()
-            .map_or(String::new(), |r| format!(": {r}"));
         acl.confirm(categories == Ok(Optional::Done), ffi::acl_check_available())
-            .map_err(|error| format!("{error}{reason}"))?;
+            .map_err(|error| match &categories {
+                Err(reason) => format!("{error}: {reason}"),
+                Ok(_) => error,
+            })?;
     }
     for (what, outcome) in [
         ("COMMAND DOCS information", info),

@@ -77,7 +77,7 @@ impl Refusal {
     /// The refusal as the filter gives it, as an unknown command's name: at most 128 bytes (the
     /// server cuts the name there), only where the filter refuses.
     pub fn short_text(self, name: &str) -> String {
-        let text = match self {
+        let mut text = match self {
             Refusal::Unroutable => format!(
                 "{name}: options cannot be routed in cluster mode with io-threads > 1; send the \
                  call without options"
@@ -87,11 +87,10 @@ impl Refusal {
                  with SYNTAX NUMKEYS"
             ),
         };
-        let mut end = text.len().min(128);
-        while !text.is_char_boundary(end) {
-            end -= 1;
+        while text.len() > 128 {
+            text.pop();
         }
-        text.get(..end).unwrap_or_default().to_owned()
+        text
     }
 }
 

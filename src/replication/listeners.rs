@@ -76,12 +76,10 @@ pub fn nobody_listens(aof_on: bool) -> bool {
 
 /// For `INFO msetex`: `none` (nothing is sent), `aof`, or `possible`.
 pub fn listeners_label(aof_on: bool) -> &'static CStr {
-    if aof_on {
-        c"aof"
-    } else if nobody_listens(false) {
-        c"none"
-    } else {
-        c"possible"
+    match (aof_on, nobody_listens(false)) {
+        (true, _) => c"aof",
+        (false, true) => c"none",
+        (false, false) => c"possible",
     }
 }
 

@@ -5,7 +5,7 @@ use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
 use crate::deadline::{self, Deadline, Expiry};
-use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
+use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, Reply};
 use crate::loaded::{Loaded, LOADED};
 use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
@@ -147,11 +147,4 @@ fn check_acl(
         Lacks::Key(key) => user.log_refusal(key, LogReason::Key),
     }
     Err(Refusal::NoCapability)
-}
-
-/// Answers the server's "where are the keys" call (`getkeys-api`).
-pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    if let Some(module) = LOADED.get() {
-        module.keys.declare(positions, args);
-    }
 }

@@ -152,8 +152,11 @@ impl ffi::Command for Msetex {
         command::msetex(ctx, args)
     }
 
+    /// The server's "where are the keys" call (`getkeys-api`).
     fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-        command::declare_keys(positions, args);
+        if let Some(module) = LOADED.get() {
+            module.keys.declare(positions, args);
+        }
     }
 }
 

@@ -195,10 +195,8 @@ fn naming(
             )),
         };
     }
-    if options.default_name() || name.contains('.') {
-        return Ok(Some(name));
-    }
     match environment.name_in_use {
+        _ if options.default_name() || name.contains('.') => Ok(Some(name)),
         Some(false) => Ok(Some(name)),
         Some(true) => Err(format!(
             "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \

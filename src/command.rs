@@ -102,10 +102,9 @@ fn write(
     })
 }
 
-/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with
-/// SET and the call's expiry; the replication link and AOF loading are not checked, as by the
-/// server's own check. A refusal is logged in the ACL log as the server logs its own. Not inlined,
-/// so that `make profile` can tell its share.
+/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with SET
+/// and the call's expiry; like the server's own check, it skips the replication link and AOF
+/// loading and logs a refusal in the ACL log. Not inlined: `make profile` tells its share.
 #[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,

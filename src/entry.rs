@@ -1,6 +1,5 @@
-//! The module's entry points: all the server calls, and the only place calling from `ffi` up into
-//! the module. `load` reads the server, lets `plan` decide and executes the plan; the commands,
-//! filter, server events, INFO and MODULE UNLOAD go to `ffi` as implementations of its traits.
+//! Everything the server calls, and the only place `ffi` calls up into: the load (read the server,
+//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, INFO, MODULE UNLOAD).
 
 use std::ffi::CStr;
 
@@ -22,12 +21,11 @@ impl ffi::Module for Entry {
         load(ctx, args)
     }
 
-    /// Whether MODULE UNLOAD may go ahead: only where the module registered nothing (it stepped
-    /// aside for the server's own MSETEX). Every server of the matrix can crash once a module
-    /// command is gone: a client that queued it in MULTI runs freed memory at EXEC (all ten), a
-    /// client whose last command it was makes Redis 8.0+ reuse it, and ACL rules naming it crash
-    /// Redis 6.2 to 8.6 and Valkey 7.2 to 8.1. No module API says whether any client or rule
-    /// still holds it.
+    /// Whether MODULE UNLOAD may go ahead: only where nothing was registered (the server's own
+    /// MSETEX serves). Every server of the matrix can crash once a module command is gone: a
+    /// client that queued it in MULTI runs freed memory at EXEC (all ten), one that last ran it
+    /// makes Redis 8.0+ reuse it, ACL rules naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to
+    /// 8.1; no module API says whether any client or rule still holds it.
     fn may_unload(ctx: &Ctx<'_>) -> bool {
         if LOADED.get().is_none() {
             return true;

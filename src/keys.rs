@@ -1,6 +1,5 @@
-//! Where a call's keys are, and how the server learns them: the getkeys callback, or key specs
-//! with the command filter packing a call's options (or refusing it). Decided once at load
-//! ([`Keys`]); DESIGN.md, "Where the keys are", tells why.
+//! Where a call's keys are and how the server learns them (getkeys callback, or key specs with the
+//! command filter packing or refusing options), decided at load; DESIGN.md, "Where the keys are".
 
 use std::ffi::CStr;
 

@@ -1,6 +1,5 @@
-//! How a failed call ends: a [`Refusal`] before the first write, in the server's own words (SET's
-//! for the TTL form, the built-in's for NUMKEYS), or an [`Abort`] once writing began, where a
-//! module API call failed against its preconditions; every error text.
+//! How a failed call ends, and every error text: a [`Refusal`] before the first write, in the
+//! server's own words (SET's or the built-in's), or an [`Abort`] once a module API call failed.
 
 use crate::server::Profile;
 use crate::syntax::{ParseError, Syntax};
@@ -13,7 +12,6 @@ pub enum Refusal {
     Undeclared,
     /// Redis 7.0: the user may not write these keys with MSET, or one of them with SET (`acl`).
     NoCapability,
-    /// A client called `<name>.apply`.
     ApplyFromClient,
     /// Options among the keys where the server routes before any filter (`MovedKeys::Refused`).
     Unroutable,

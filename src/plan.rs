@@ -1,5 +1,4 @@
-//! The load as a plan, decided without a server (unit-tested for every server kind in
-//! `plan/tests.rs`); `entry::load` executes it.
+//! The load as a plan, decided without a server (tested in `plan/tests.rs`); `entry` executes it.
 
 use std::ffi::{CStr, CString};
 
@@ -13,7 +12,6 @@ use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
 use crate::write::Batching;
 
-/// What a load does.
 #[derive(Debug)]
 pub enum Plan {
     /// Register nothing: the server's MSETEX serves the NUMKEYS form (the log line says so). The
@@ -29,14 +27,12 @@ pub enum Plan {
 #[derive(Debug)]
 pub struct Registrations {
     pub commands: Vec<Registration>,
-    /// What every call reads.
     pub module: Loaded,
     /// The log line once everything is registered, then the notes.
     pub registered: String,
     pub notes: Vec<String>,
 }
 
-/// One command to register.
 #[derive(Debug)]
 pub struct Registration {
     pub name: CString,
@@ -103,8 +99,7 @@ pub fn plan(
     })))
 }
 
-/// The commands to register, in order: only what this deployment sends (each name is one more
-/// that ACL rules can hold).
+/// The commands to register, in order: only what this deployment sends (ACL rules can hold each).
 fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
     let docs = module.syntax.docs(module.keys.docs());
     let mut commands = vec![Registration {
@@ -167,10 +162,8 @@ fn check_commands(
 }
 
 /// The command's name, or `None` where the server's own MSETEX (Redis 8.4+, Valkey 9.1+) serves
-/// the built-in's syntax under its name. The module never takes the name of a server command,
-/// renamed away or not (`RedisModule_CreateCommand` under a renamed command's original name
-/// crashes Redis 8.6 and Valkey 9.1), nor answers to a name it did not register (DESIGN.md,
-/// "Loading"): such loads are refused with the name to load it under.
+/// the built-in's syntax under its name. Never a server command's name, renamed away or not (a
+/// renamed command's original name crashes Redis 8.6 and Valkey 9.1; DESIGN.md, "Loading").
 fn naming(
     server: &Server,
     profile: &Profile,

@@ -18,7 +18,6 @@ pub fn record_call() {
     add(&CALLS, 1);
 }
 
-/// `n` keys were written.
 pub fn record_keys(n: usize) {
     add(&KEYS_SET, n);
 }
@@ -28,7 +27,6 @@ pub fn record_in_place(n: usize) {
     add(&KEYS_IN_PLACE, n);
 }
 
-/// A call answered with an error.
 pub fn record_error() {
     add(&ERRORS, 1);
 }

@@ -34,7 +34,6 @@ pub struct Replication {
     pub counts_at_end: bool,
 }
 
-/// The commands a call sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sent {
     /// `SET key value <expiry>` per key (REPLICATE SET).

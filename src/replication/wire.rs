@@ -78,9 +78,9 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         self.send_written()
     }
 
-    /// Sends the written pairs not sent yet: as the call's one command where each call goes as
-    /// one, else (or if that fails) as `SET` each; then counts the changes left. A counter that
-    /// fails leaves save points late, nothing else: the keys are written and replicated.
+    /// Sends the written pairs not sent yet (as the call's one command where calls go as one, else
+    /// or on failure as `SET` each), then counts the changes left: a failing counter only delays
+    /// save points.
     fn send_written(&mut self) -> Result<(), Abort> {
         if let (Sends::PerCall(command, form), Some(expiry)) = (self.sends, self.expiry) {
             if self.sent < self.written && self.send_call(command, form, expiry) {

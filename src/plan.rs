@@ -74,6 +74,9 @@ pub fn plan(
     let numkeys_as_msetex = syntax == Syntax::Numkeys && name == DEFAULT_COMMAND_NAME;
     let replication = Replication::decide(options.replicate, numkeys_as_msetex, &profile, &name)?;
     check_commands(&profile, &replication, environment)?;
+    let on = server.describe();
+    let syntax_label = syntax.label().to_string_lossy().to_uppercase();
+    let registered = format!("command '{name}' registered on {on} (SYNTAX {syntax_label})");
     let module = Loaded {
         name,
         syntax,
@@ -81,19 +84,11 @@ pub fn plan(
         keys: Keys::new(syntax, &profile),
         profile,
     };
-    let on = server.describe();
-    let syntax_label = syntax.label().to_string_lossy().to_uppercase();
+    let keys_note = module.keys.load_note(environment.io_threads.is_some());
+    let notes = module.replication.load_note().into_iter().chain(keys_note);
     Ok(Plan::Register(Box::new(Registrations {
-        registered: format!(
-            "command '{}' registered on {on} (SYNTAX {syntax_label})",
-            module.name
-        ),
-        notes: module
-            .replication
-            .load_note()
-            .into_iter()
-            .chain(module.keys.load_note(environment.io_threads.is_some()))
-            .collect(),
+        registered,
+        notes: notes.collect(),
         commands: registrations(&module)?,
         module,
     })))
@@ -101,23 +96,19 @@ pub fn plan(
 
 /// The commands to register, in order: only what this deployment sends (ACL rules can hold each).
 fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
-    let docs = module.syntax.docs(module.keys.docs());
-    let mut commands = vec![Registration {
-        name: CString::new(module.name.as_str()).map_err(|e| e.to_string())?,
-        role: Role::Msetex,
-        flags: module.keys.flags(),
+    let documented = |name, role, flags, docs: Docs| Registration {
+        name,
+        role,
+        flags,
         legacy_keys: docs.keys.legacy,
         docs: Some(docs),
-    }];
+    };
+    let name = CString::new(module.name.as_str()).map_err(|e| e.to_string())?;
+    let docs = module.syntax.docs(module.keys.docs());
+    let mut commands = vec![documented(name, Role::Msetex, module.keys.flags(), docs)];
     if let Some(command) = module.replication.apply() {
-        let docs = apply::docs();
-        commands.push(Registration {
-            name: command.to_owned(),
-            role: Role::Apply,
-            flags: c"write deny-oom",
-            legacy_keys: docs.keys.legacy,
-            docs: Some(docs),
-        });
+        let (name, docs) = (command.to_owned(), apply::docs());
+        commands.push(documented(name, Role::Apply, c"write deny-oom", docs));
     }
     if let Some(counter) = &module.replication.counter {
         commands.push(Registration {

@@ -122,14 +122,12 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
 
     /// The first pair not sent as `SET key value <expiry>`.
     fn send_set(&mut self) -> bool {
-        let (Some([key, value]), Some(expiry)) = (
-            self.pairs.get(2 * self.sent..2 * self.sent + 2),
-            self.expiry,
-        ) else {
+        let pair = self.pairs.get(2 * self.sent..2 * self.sent + 2);
+        let (Some(pair), Some(expiry)) = (pair, self.expiry) else {
             return false;
         };
         let options = deadline::options(expiry.into());
-        let sent = self.link.replicate(c"SET", &[], &[*key, *value], &options);
+        let sent = self.link.replicate(c"SET", &[], pair, &options);
         self.sent += usize::from(sent);
         sent
     }

@@ -100,7 +100,6 @@ impl Abort {
 
 /// An invalid call's error text, as the server words it (Valkey words two differently).
 fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Profile) -> String {
-    let valkey = profile.valkey;
     match error {
         ParseError::WrongArity => format!("ERR wrong number of arguments for '{name}' command"),
         ParseError::Syntax => "ERR syntax error".to_owned(),
@@ -110,11 +109,11 @@ fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Pro
             format!("ERR invalid expire time in {name}")
         }
         ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),
-        ParseError::InvalidNumkeys if valkey => {
+        ParseError::InvalidNumkeys if profile.valkey => {
             "ERR invalid numkeys value or out of range".to_owned()
         }
         ParseError::InvalidNumkeys => "ERR invalid numkeys value".to_owned(),
-        ParseError::WrongPairCount if valkey => "ERR syntax error".to_owned(),
+        ParseError::WrongPairCount if profile.valkey => "ERR syntax error".to_owned(),
         ParseError::WrongPairCount => "ERR wrong number of key-value pairs".to_owned(),
         ParseError::KeepTtl => format!(
             "ERR KEEPTTL exists only in the numkeys form (load the module with SYNTAX NUMKEYS); \

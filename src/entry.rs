@@ -4,8 +4,7 @@
 use std::ffi::CStr;
 
 use crate::acl::AclCheck;
-use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
-use crate::ffi::{Arg, Ctx};
+use crate::ffi::{self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LogLevel, Optional, Reply};
 use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};

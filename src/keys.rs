@@ -43,10 +43,7 @@ impl Keys {
 
     /// Validates a call as the server passes it (packed only where the filter packs).
     pub fn parse<A: AsRef<[u8]>>(&self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
-        let packed = match self.filter {
-            Some(_) => Packed::Read,
-            None => Packed::Plain,
-        };
+        let packed = self.filter.map_or(Packed::Plain, |_| Packed::Read);
         self.syntax.parse(argv, now_ms, packed)
     }
 

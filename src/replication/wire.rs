@@ -88,18 +88,16 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
                 self.uncounted = self.uncounted.saturating_sub(1);
             }
         }
-        if !matches!(self.sends, Sends::CountOnly { .. }) {
-            while self.sent < self.written && self.send_set() {}
-        }
+        let replicates = !matches!(self.sends, Sends::CountOnly { .. });
+        while replicates && self.sent < self.written && self.send_set() {}
         if self.uncounted > 0 {
             let _ = self.link.count_changes(self.uncounted);
             self.uncounted = 0;
         }
-        if self.sent == self.written || matches!(self.sends, Sends::CountOnly { .. }) {
-            Ok(())
-        } else {
-            Err(Abort("replicate"))
+        if replicates && self.sent < self.written {
+            return Err(Abort("replicate"));
         }
+        Ok(())
     }
 
     /// The written pairs not sent as one command of the call's form.

@@ -5,8 +5,8 @@ use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
 use crate::deadline::{self, Deadline, Expiry};
-use crate::ffi::{Arg, Caller, ContextFlags, Ctx, KeyPositions, LogReason, Reply};
-use crate::loaded::{self, Loaded};
+use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, Reply};
+use crate::loaded::{Loaded, LOADED};
 use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
@@ -35,7 +35,7 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
 /// Runs `handler` for one call: counts it, and turns a failure into its error reply.
 fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Loaded) -> Result<Reply, Failure>) -> Reply {
     stats::record_call();
-    let Some(module) = loaded::get() else {
+    let Some(module) = LOADED.get() else {
         stats::record_error();
         return Reply::Error(c"ERR msetex is not loaded".to_owned());
     };
@@ -102,10 +102,9 @@ fn write(
     })
 }
 
-/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with
-/// SET and the call's expiry; the replication link and AOF loading are not checked, as by the
-/// server's own check. A refusal is logged in the ACL log as the server logs its own. Not inlined,
-/// so that `make profile` can tell its share.
+/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with SET
+/// and the call's expiry; like the server's own check, it skips the replication link and AOF
+/// loading and logs a refusal in the ACL log. Not inlined: `make profile` tells its share.
 #[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,
@@ -147,11 +146,4 @@ fn check_acl(
         Lacks::Key(key) => user.log_refusal(key, LogReason::Key),
     }
     Err(Refusal::NoCapability)
-}
-
-/// Answers the server's "where are the keys" call (`getkeys-api`).
-pub fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-    if let Some(module) = loaded::get() {
-        module.keys.declare(positions, args);
-    }
 }

@@ -1,5 +1,5 @@
-//! What `COMMAND DOCS` and `COMMAND INFO` say about a command (Redis 7.0+), as plain data for
-//! `ffi::set_command_info`, and helpers to write it as constants. Imports nothing.
+//! `COMMAND DOCS` and `COMMAND INFO` data (Redis 7.0+) for `ffi::set_command_info`, as plain
+//! constants and the helpers that write them. Imports nothing.
 
 use std::ffi::CStr;
 
@@ -45,7 +45,6 @@ pub enum KeySpec {
     },
 }
 
-/// The documentation of one command.
 #[derive(Debug)]
 pub struct Docs {
     pub summary: &'static CStr,
@@ -58,7 +57,6 @@ pub struct Docs {
     pub arity: i32,
 }
 
-/// Where a command's keys stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyDocs {
     pub spec: KeySpec,

@@ -1,13 +1,11 @@
-//! The module's entry points: all the server calls, and the only place calling from `ffi` up into
-//! the module. `load` reads the server, lets `plan` decide and executes the plan; the commands,
-//! filter, server events, INFO and MODULE UNLOAD go to `ffi` as implementations of its traits.
+//! Everything the server calls, and the only place `ffi` calls up into: the load (read the server,
+//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, INFO, MODULE UNLOAD).
 
 use std::ffi::CStr;
 
 use crate::acl::AclCheck;
-use crate::ffi::{self, ArgsChange, InfoValue, KeyPositions, LogLevel, Optional, Reply};
-use crate::ffi::{Arg, Ctx};
-use crate::loaded;
+use crate::ffi::{self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LogLevel, Optional, Reply};
+use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server};
@@ -22,26 +20,22 @@ impl ffi::Module for Entry {
         load(ctx, args)
     }
 
+    /// Whether MODULE UNLOAD may go ahead: only where nothing was registered (the server's own
+    /// MSETEX serves). Every server of the matrix can crash once a module command is gone: a
+    /// client that queued it in MULTI runs freed memory at EXEC (all ten), one that last ran it
+    /// makes Redis 8.0+ reuse it, ACL rules naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to
+    /// 8.1; no module API says whether any client or rule still holds it.
     fn may_unload(ctx: &Ctx<'_>) -> bool {
-        may_unload(ctx)
+        if LOADED.get().is_none() {
+            return true;
+        }
+        ctx.log_warning(
+            "MODULE UNLOAD refused: the server can crash once this module's commands are gone \
+             (a client with MSETEX queued in MULTI, a client that last ran it, an ACL rule naming \
+             it); restart the server without the loadmodule line to remove the module",
+        );
+        false
     }
-}
-
-/// Whether MODULE UNLOAD may go ahead: only where the module registered nothing (it stepped
-/// aside for the server's own MSETEX). Every server of the matrix can crash once a module command
-/// is gone: a client that queued it in MULTI runs freed memory at EXEC (all ten), a client whose
-/// last command it was makes Redis 8.0+ reuse it, and ACL rules naming it crash Redis 6.2 to 8.6
-/// and Valkey 7.2 to 8.1. No module API says whether any client or rule still holds it.
-fn may_unload(ctx: &Ctx<'_>) -> bool {
-    if loaded::get().is_none() {
-        return true;
-    }
-    ctx.log_warning(
-        "MODULE UNLOAD refused: the server can crash once this module's commands are gone (a \
-         client with MSETEX queued in MULTI, a client that last ran it, an ACL rule naming it); \
-         restart the server without the loadmodule line to remove the module",
-    );
-    false
 }
 
 /// MODULE LOAD / `loadmodule`.
@@ -52,10 +46,8 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         &["redis_version", "server_name", "valkey_version"],
     );
     let server = Server::identify(|name| {
-        fields
-            .iter()
-            .find(|(field, _)| *field == name)
-            .map(|(_, value)| value.as_str())
+        let field = fields.iter().find(|(field, _)| *field == name);
+        field.map(|(_, value)| value.as_str())
     })
     .ok_or(
         "cannot tell which server this is (INFO server has no version the module can read); \
@@ -100,15 +92,10 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let acl_note = profile.acl.load_note(&plan.module.name);
     let unwatched = (!watching)
         .then_some("server events or command filters unavailable: every key is always replicated");
-    loaded::set(plan.module);
+    LOADED.set(plan.module);
     ffi::log(raw, LogLevel::Notice, &plan.registered);
-    for note in plan
-        .notes
-        .iter()
-        .chain(&acl_note)
-        .map(String::as_str)
-        .chain(unwatched)
-    {
+    let notes = plan.notes.iter().chain(&acl_note).map(String::as_str);
+    for note in notes.chain(unwatched) {
         ffi::log(raw, LogLevel::Notice, note);
     }
     for warning in warnings {
@@ -137,23 +124,19 @@ fn create(
     let info = ffi::set_command_info(raw, name, docs);
     let categories = ffi::set_acl_categories(raw, name, ACL_CATEGORIES);
     if command.role == Role::Msetex {
-        let reason = categories
-            .as_ref()
-            .err()
-            .map_or(String::new(), |r| format!(": {r}"));
         acl.confirm(categories == Ok(Optional::Done), ffi::acl_check_available())
-            .map_err(|error| format!("{error}{reason}"))?;
+            .map_err(|error| match &categories {
+                Err(reason) => format!("{error}: {reason}"),
+                Ok(_) => error,
+            })?;
     }
-    let outcomes = [
+    for (what, outcome) in [
         ("COMMAND DOCS information", info),
         ("ACL categories", categories),
-    ];
-    for (what, outcome) in outcomes {
-        if let Err(reason) = outcome {
-            let line = format!("{what}: {reason}");
-            if !warnings.contains(&line) {
-                warnings.push(line);
-            }
+    ] {
+        let line = outcome.err().map(|reason| format!("{what}: {reason}"));
+        if let Some(line) = line.filter(|line| !warnings.contains(line)) {
+            warnings.push(line);
         }
     }
     Ok(())
@@ -166,8 +149,11 @@ impl ffi::Command for Msetex {
         command::msetex(ctx, args)
     }
 
+    /// The server's "where are the keys" call (`getkeys-api`).
     fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
-        command::declare_keys(positions, args);
+        if let Some(module) = LOADED.get() {
+            module.keys.declare(positions, args);
+        }
     }
 }
 
@@ -198,11 +184,13 @@ impl ffi::Hooks for Hooks {
             replication::on_listener_may_appear();
             return false;
         }
-        loaded::get().is_some_and(|module| module.keys.filter_wants(&module.name, name))
+        let wants = |module: &Loaded| module.keys.filter_wants(&module.name, name);
+        LOADED.get().is_some_and(wants)
     }
 
     fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
-        loaded::get().map_or_else(Vec::new, |module| module.keys.rewrite(&module.name, args))
+        let rewrite = |module: &Loaded| module.keys.rewrite(&module.name, args);
+        LOADED.get().map_or_else(Vec::new, rewrite)
     }
 
     fn on_replication_event() {
@@ -222,21 +210,15 @@ struct Info;
 
 impl ffi::InfoSection for Info {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)> {
-        let mut fields: Vec<(&'static CStr, InfoValue)> = stats::fields()
-            .into_iter()
-            .map(|(name, value)| (name, InfoValue::Integer(value)))
-            .collect();
-        fields.push((
-            c"replication_listeners",
-            InfoValue::Text(replication::listeners_label(aof_on)),
-        ));
-        if let Some(module) = loaded::get() {
-            fields.push((c"syntax", InfoValue::Text(module.syntax.label())));
-            fields.push((
-                c"replicate",
-                InfoValue::Text(module.replication.mode.label()),
-            ));
-            fields.push((c"acl", InfoValue::Text(module.profile.acl.label())));
+        let numbers = stats::fields().map(|(name, value)| (name, InfoValue::Integer(value)));
+        let mut fields = Vec::from(numbers);
+        let listeners = replication::listeners_label(aof_on);
+        let mut text = |name, text| fields.push((name, InfoValue::Text(text)));
+        text(c"replication_listeners", listeners);
+        if let Some(module) = LOADED.get() {
+            text(c"syntax", module.syntax.label());
+            text(c"replicate", module.replication.mode.label());
+            text(c"acl", module.profile.acl.label());
         }
         fields
     }

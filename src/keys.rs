@@ -1,6 +1,5 @@
-//! Where a call's keys are, and how the server learns them: the getkeys callback, or key specs
-//! with the command filter packing a call's options (or refusing it). Decided once at load
-//! ([`Keys`]); DESIGN.md, "Where the keys are", tells why.
+//! Where a call's keys are and how the server learns them (getkeys callback, or key specs with the
+//! command filter packing or refusing options), decided at load; DESIGN.md, "Where the keys are".
 
 use std::ffi::CStr;
 
@@ -44,10 +43,7 @@ impl Keys {
 
     /// Validates a call as the server passes it (packed only where the filter packs).
     pub fn parse<A: AsRef<[u8]>>(&self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
-        let packed = match self.filter {
-            Some(_) => Packed::Read,
-            None => Packed::Plain,
-        };
+        let packed = self.filter.map_or(Packed::Plain, |_| Packed::Read);
         self.syntax.parse(argv, now_ms, packed)
     }
 
@@ -162,10 +158,7 @@ impl Keys {
                 Refusal::Parse(ParseError::NumkeysShape).short_text(ours),
             );
         }
-        let Some((moved, packing)) = self
-            .filter
-            .and_then(|moved| self.syntax.pack(call).map(|packing| (moved, packing)))
-        else {
+        let (Some(moved), Some(packing)) = (self.filter, self.syntax.pack(call)) else {
             return Vec::new();
         };
         if routed && moved == MovedKeys::Refused {

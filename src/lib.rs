@@ -1,9 +1,6 @@
 //! redis-msetex: a Redis module adding MSETEX, which sets every key and its TTL in one atomic step,
-//! in one of two syntaxes (`syntax`); docs/DESIGN.md maps the modules. `entry` is all the server
-//! calls and runs the load `plan` (`load_args`, `server`); `command` runs a call (`syntax`
-//! validates it, `write` writes the keys, `replication` decides what replicas, the AOF and slot
-//! migrations get, `outcome` ends a failed call); `acl`: permissions and MODULE UNLOAD; `ffi`:
-//! every raw module API call, importing nothing from above it.
+//! in one of two syntaxes (`syntax`). docs/DESIGN.md maps the modules; `entry` is all the server
+//! calls, `command` runs a call, and `ffi` alone calls the module API (importing nothing above it).
 
 // `unsafe` lives in `ffi` only (which allows it), each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]

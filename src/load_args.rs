@@ -17,16 +17,6 @@ pub struct LoadOptions {
     pub replicate: Replicate,
 }
 
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            command_name: DEFAULT_COMMAND_NAME.to_owned(),
-            syntax: Syntax::Ttl,
-            replicate: Replicate::Set,
-        }
-    }
-}
-
 impl LoadOptions {
     pub fn default_name(&self) -> bool {
         self.command_name == DEFAULT_COMMAND_NAME
@@ -38,25 +28,26 @@ const USAGE: &str = "the load arguments are SYNTAX TTL|NUMKEYS, REPLICATE SET|MS
 
 /// Parses the load arguments; the error is the log line. A repeated argument's last value wins.
 pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
-    let mut options = LoadOptions::default();
-    let mut rest = args.iter();
+    let mut options = LoadOptions {
+        command_name: DEFAULT_COMMAND_NAME.to_owned(),
+        syntax: Syntax::Ttl,
+        replicate: Replicate::Set,
+    };
+    let mut rest = args.iter().copied();
     while let Some(arg) = rest.next() {
         let original = String::from_utf8_lossy(arg);
         let text = original.to_ascii_uppercase();
-        let value = |rest: &mut std::slice::Iter<&[u8]>| {
-            rest.next()
-                .map(|value| String::from_utf8_lossy(value).into_owned())
-                .ok_or_else(|| format!("{text} needs a value ({USAGE})"))
-        };
+        let missing = || format!("{text} needs a value ({USAGE})");
+        let value = rest.next().map(String::from_utf8_lossy).ok_or_else(missing);
         match text.as_str() {
-            "COMMAND-NAME" => options.command_name = valid_command_name(&value(&mut rest)?)?,
+            "COMMAND-NAME" => options.command_name = valid_command_name(&value?)?,
             "SYNTAX" => {
-                let value = value(&mut rest)?;
+                let value = value?;
                 options.syntax = named(&[Syntax::Ttl, Syntax::Numkeys], Syntax::label, &value)
                     .ok_or_else(|| format!("unknown SYNTAX '{value}' (TTL or NUMKEYS)"))?;
             }
             "REPLICATE" => {
-                let value = value(&mut rest)?;
+                let value = value?;
                 let modes = [Replicate::Set, Replicate::Msetex];
                 options.replicate = named(&modes, Replicate::label, &value)
                     .ok_or_else(|| format!("unknown REPLICATE '{value}' (SET or MSETEX)"))?;
@@ -69,11 +60,8 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<LoadOptions, String> {
 
 /// The one of `choices` whose label `value` is, in any case.
 fn named<T: Copy>(choices: &[T], label: fn(T) -> &'static CStr, value: &str) -> Option<T> {
-    let is = |choice: &&T| {
-        value
-            .as_bytes()
-            .eq_ignore_ascii_case(label(**choice).to_bytes())
-    };
+    let value = value.as_bytes();
+    let is = |choice: &&T| value.eq_ignore_ascii_case(label(**choice).to_bytes());
     choices.iter().find(is).copied()
 }
 
@@ -100,9 +88,10 @@ mod tests {
 
     #[test]
     fn defaults() {
-        assert_eq!(parse(&[]), Ok(LoadOptions::default()));
-        assert_eq!(LoadOptions::default().syntax, Syntax::Ttl);
-        assert_eq!(LoadOptions::default().replicate, Replicate::Set);
+        let options = parse(&[]).unwrap();
+        assert_eq!(options.command_name, DEFAULT_COMMAND_NAME);
+        assert_eq!(options.syntax, Syntax::Ttl);
+        assert_eq!(options.replicate, Replicate::Set);
     }
 
     #[test]

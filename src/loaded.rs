@@ -6,7 +6,6 @@ use crate::replication::Replication;
 use crate::server::Profile;
 use crate::syntax::Syntax;
 
-/// The loaded module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loaded {
     /// The registered command name, in lower case.
@@ -17,14 +16,5 @@ pub struct Loaded {
     pub keys: Keys,
 }
 
-static LOADED: Slot<Loaded> = Slot::new();
-
-/// Records the loaded module, for every call to read.
-pub fn set(module: Loaded) {
-    LOADED.set(module);
-}
-
-/// The loaded module, if the load got that far.
-pub fn get() -> Option<&'static Loaded> {
-    LOADED.get()
-}
+/// The loaded module, for every call to read once the load got that far.
+pub static LOADED: Slot<Loaded> = Slot::new();

@@ -1,6 +1,5 @@
-//! How a failed call ends: a [`Refusal`] before the first write, in the server's own words (SET's
-//! for the TTL form, the built-in's for NUMKEYS), or an [`Abort`] once writing began, where a
-//! module API call failed against its preconditions; every error text.
+//! How a failed call ends, and every error text: a [`Refusal`] before the first write, in the
+//! server's own words (SET's or the built-in's), or an [`Abort`] once a module API call failed.
 
 use crate::server::Profile;
 use crate::syntax::{ParseError, Syntax};
@@ -13,7 +12,6 @@ pub enum Refusal {
     Undeclared,
     /// Redis 7.0: the user may not write these keys with MSET, or one of them with SET (`acl`).
     NoCapability,
-    /// A client called `<name>.apply`.
     ApplyFromClient,
     /// Options among the keys where the server routes before any filter (`MovedKeys::Refused`).
     Unroutable,
@@ -77,7 +75,7 @@ impl Refusal {
     /// The refusal as the filter gives it, as an unknown command's name: at most 128 bytes (the
     /// server cuts the name there), only where the filter refuses.
     pub fn short_text(self, name: &str) -> String {
-        let text = match self {
+        let mut text = match self {
             Refusal::Unroutable => format!(
                 "{name}: options cannot be routed in cluster mode with io-threads > 1; send the \
                  call without options"
@@ -87,11 +85,10 @@ impl Refusal {
                  with SYNTAX NUMKEYS"
             ),
         };
-        let mut end = text.len().min(128);
-        while !text.is_char_boundary(end) {
-            end -= 1;
+        while text.len() > 128 {
+            text.pop();
         }
-        text.get(..end).unwrap_or_default().to_owned()
+        text
     }
 }
 
@@ -103,7 +100,6 @@ impl Abort {
 
 /// An invalid call's error text, as the server words it (Valkey words two differently).
 fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Profile) -> String {
-    let valkey = profile.valkey;
     match error {
         ParseError::WrongArity => format!("ERR wrong number of arguments for '{name}' command"),
         ParseError::Syntax => "ERR syntax error".to_owned(),
@@ -113,11 +109,11 @@ fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Pro
             format!("ERR invalid expire time in {name}")
         }
         ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),
-        ParseError::InvalidNumkeys if valkey => {
+        ParseError::InvalidNumkeys if profile.valkey => {
             "ERR invalid numkeys value or out of range".to_owned()
         }
         ParseError::InvalidNumkeys => "ERR invalid numkeys value".to_owned(),
-        ParseError::WrongPairCount if valkey => "ERR syntax error".to_owned(),
+        ParseError::WrongPairCount if profile.valkey => "ERR syntax error".to_owned(),
         ParseError::WrongPairCount => "ERR wrong number of key-value pairs".to_owned(),
         ParseError::KeepTtl => format!(
             "ERR KEEPTTL exists only in the numkeys form (load the module with SYNTAX NUMKEYS); \

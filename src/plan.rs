@@ -1,5 +1,4 @@
-//! The load as a plan, decided without a server (unit-tested for every server kind in
-//! `plan/tests.rs`); `entry::load` executes it.
+//! The load as a plan, decided without a server (tested in `plan/tests.rs`); `entry` executes it.
 
 use std::ffi::{CStr, CString};
 
@@ -13,7 +12,6 @@ use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
 use crate::write::Batching;
 
-/// What a load does.
 #[derive(Debug)]
 pub enum Plan {
     /// Register nothing: the server's MSETEX serves the NUMKEYS form (the log line says so). The
@@ -29,14 +27,12 @@ pub enum Plan {
 #[derive(Debug)]
 pub struct Registrations {
     pub commands: Vec<Registration>,
-    /// What every call reads.
     pub module: Loaded,
     /// The log line once everything is registered, then the notes.
     pub registered: String,
     pub notes: Vec<String>,
 }
 
-/// One command to register.
 #[derive(Debug)]
 pub struct Registration {
     pub name: CString,
@@ -78,6 +74,9 @@ pub fn plan(
     let numkeys_as_msetex = syntax == Syntax::Numkeys && name == DEFAULT_COMMAND_NAME;
     let replication = Replication::decide(options.replicate, numkeys_as_msetex, &profile, &name)?;
     check_commands(&profile, &replication, environment)?;
+    let on = server.describe();
+    let syntax_label = syntax.label().to_string_lossy().to_uppercase();
+    let registered = format!("command '{name}' registered on {on} (SYNTAX {syntax_label})");
     let module = Loaded {
         name,
         syntax,
@@ -85,44 +84,31 @@ pub fn plan(
         keys: Keys::new(syntax, &profile),
         profile,
     };
-    let on = server.describe();
-    let syntax_label = syntax.label().to_string_lossy().to_uppercase();
+    let keys_note = module.keys.load_note(environment.io_threads.is_some());
+    let notes = module.replication.load_note().into_iter().chain(keys_note);
     Ok(Plan::Register(Box::new(Registrations {
-        registered: format!(
-            "command '{}' registered on {on} (SYNTAX {syntax_label})",
-            module.name
-        ),
-        notes: module
-            .replication
-            .load_note()
-            .into_iter()
-            .chain(module.keys.load_note(environment.io_threads.is_some()))
-            .collect(),
+        registered,
+        notes: notes.collect(),
         commands: registrations(&module)?,
         module,
     })))
 }
 
-/// The commands to register, in order: only what this deployment sends (each name is one more
-/// that ACL rules can hold).
+/// The commands to register, in order: only what this deployment sends (ACL rules can hold each).
 fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
-    let docs = module.syntax.docs(module.keys.docs());
-    let mut commands = vec![Registration {
-        name: CString::new(module.name.as_str()).map_err(|e| e.to_string())?,
-        role: Role::Msetex,
-        flags: module.keys.flags(),
+    let documented = |name, role, flags, docs: Docs| Registration {
+        name,
+        role,
+        flags,
         legacy_keys: docs.keys.legacy,
         docs: Some(docs),
-    }];
+    };
+    let name = CString::new(module.name.as_str()).map_err(|e| e.to_string())?;
+    let docs = module.syntax.docs(module.keys.docs());
+    let mut commands = vec![documented(name, Role::Msetex, module.keys.flags(), docs)];
     if let Some(command) = module.replication.apply() {
-        let docs = apply::docs();
-        commands.push(Registration {
-            name: command.to_owned(),
-            role: Role::Apply,
-            flags: c"write deny-oom",
-            legacy_keys: docs.keys.legacy,
-            docs: Some(docs),
-        });
+        let (name, docs) = (command.to_owned(), apply::docs());
+        commands.push(documented(name, Role::Apply, c"write deny-oom", docs));
     }
     if let Some(counter) = &module.replication.counter {
         commands.push(Registration {
@@ -167,10 +153,8 @@ fn check_commands(
 }
 
 /// The command's name, or `None` where the server's own MSETEX (Redis 8.4+, Valkey 9.1+) serves
-/// the built-in's syntax under its name. The module never takes the name of a server command,
-/// renamed away or not (`RedisModule_CreateCommand` under a renamed command's original name
-/// crashes Redis 8.6 and Valkey 9.1), nor answers to a name it did not register (DESIGN.md,
-/// "Loading"): such loads are refused with the name to load it under.
+/// the built-in's syntax under its name. Never a server command's name, renamed away or not (a
+/// renamed command's original name crashes Redis 8.6 and Valkey 9.1; DESIGN.md, "Loading").
 fn naming(
     server: &Server,
     profile: &Profile,
@@ -195,10 +179,8 @@ fn naming(
             )),
         };
     }
-    if options.default_name() || name.contains('.') {
-        return Ok(Some(name));
-    }
     match environment.name_in_use {
+        _ if options.default_name() || name.contains('.') => Ok(Some(name)),
         Some(false) => Ok(Some(name)),
         Some(true) => Err(format!(
             "COMMAND-NAME '{name}' is the name of a server command (even renamed away, a \

@@ -1,5 +1,4 @@
-//! `<name>.apply`, the module's replicated command (REPLICATE MSETEX) for either syntax: the words
-//! it is sent with, its grammar and COMMAND DOCS.
+//! `<name>.apply`, what REPLICATE MSETEX sends for either syntax: its words, grammar and docs.
 
 use crate::deadline::{Expiry, Resolved};
 use crate::docs::{one_of, pairs_from_2, plain, token, Arg, ArgKind, Docs};
@@ -55,7 +54,6 @@ pub fn docs() -> Docs {
     }
 }
 
-/// `<unix-time-milliseconds | KEEPTTL | PERSIST> key value [key value ...]`
 const ARGS: &[Arg] = &[
     one_of(
         c"expiration",

@@ -31,16 +31,14 @@ pub const PROBED_FIELDS: [&str; 3] = ["role", "connected_slaves", "repl_backlog_
 impl ReplicationInfo {
     /// From `INFO replication` (field, value) pairs; `None` if a field is missing or unreadable.
     pub fn from_fields(fields: &[(&str, String)]) -> Option<ReplicationInfo> {
-        let field = |name: &str| {
-            fields
-                .iter()
-                .find(|(field, _)| *field == name)
-                .map(|(_, value)| value.trim())
-        };
+        let [role, replicas, backlog] = PROBED_FIELDS.map(|name| {
+            let field = fields.iter().find(|(field, _)| *field == name);
+            field.map(|(_, value)| value.trim())
+        });
         Some(ReplicationInfo {
-            is_primary: field("role")? == "master",
-            connected_replicas: field("connected_slaves")?.parse().ok()?,
-            backlog_active: field("repl_backlog_active")?.parse::<i64>().ok()? != 0,
+            is_primary: role? == "master",
+            connected_replicas: replicas?.parse().ok()?,
+            backlog_active: backlog?.parse::<i64>().ok()? != 0,
         })
     }
 }
@@ -78,12 +76,10 @@ pub fn nobody_listens(aof_on: bool) -> bool {
 
 /// For `INFO msetex`: `none` (nothing is sent), `aof`, or `possible`.
 pub fn listeners_label(aof_on: bool) -> &'static CStr {
-    if aof_on {
-        c"aof"
-    } else if nobody_listens(false) {
-        c"none"
-    } else {
-        c"possible"
+    match (aof_on, nobody_listens(false)) {
+        (true, _) => c"aof",
+        (false, true) => c"none",
+        (false, false) => c"possible",
     }
 }
 

@@ -1,6 +1,4 @@
-//! What MSETEX sends to replicas, the AOF and slot migrations (DESIGN.md, "Replication"): the
-//! modes (`modes.rs`), one call's sending (`wire.rs`), whether anyone receives (`listeners.rs`),
-//! the module's replicated command (`apply.rs`).
+//! What MSETEX sends to replicas, the AOF and slot migrations (DESIGN.md, "Replication").
 
 pub mod apply;
 mod listeners;

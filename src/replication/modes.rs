@@ -34,7 +34,6 @@ pub struct Replication {
     pub counts_at_end: bool,
 }
 
-/// The commands a call sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sent {
     /// `SET key value <expiry>` per key (REPLICATE SET).
@@ -86,10 +85,7 @@ impl Replication {
     /// `<name>.apply`, where calls are sent as it (the load registers it).
     pub fn apply(&self) -> Option<&CStr> {
         match &self.sent {
-            Sent::PerCall {
-                command,
-                form: CallForm::Apply,
-            } => Some(command),
+            Sent::PerCall { command, form } if *form == CallForm::Apply => Some(command),
             _ => None,
         }
     }
@@ -123,10 +119,9 @@ impl Replication {
                  one '{}' command; replicas, AOF loading and the nodes slots migrate to need \
                  this module loaded with the same arguments{}",
                 command.to_string_lossy(),
-                if *form == CallForm::Numkeys {
-                    " (or be Redis 8.4+ / Valkey 9.1+, which run it natively)"
-                } else {
-                    ""
+                match form {
+                    CallForm::Numkeys => " (or be Redis 8.4+ / Valkey 9.1+, which run it natively)",
+                    CallForm::Apply => "",
                 }
             )),
         }

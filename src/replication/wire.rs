@@ -45,8 +45,6 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
     uncounted: usize,
     /// The deadline the written keys got (known once the first is written).
     expiry: Option<Resolved>,
-    /// That deadline as SET's options, made once.
-    set_options: Vec<Word>,
     ended: bool,
 }
 
@@ -71,7 +69,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
             sent: 0,
             uncounted: 0,
             expiry: None,
-            set_options: Vec::new(),
             ended: false,
         }
     }
@@ -81,9 +78,9 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         self.send_written()
     }
 
-    /// Sends the written pairs not sent yet: as the call's one command where each call goes as
-    /// one, else (or if that fails) as `SET` each; then counts the changes left. A counter that
-    /// fails leaves save points late, nothing else: the keys are written and replicated.
+    /// Sends the written pairs not sent yet (as the call's one command where calls go as one, else
+    /// or on failure as `SET` each), then counts the changes left: a failing counter only delays
+    /// save points.
     fn send_written(&mut self) -> Result<(), Abort> {
         if let (Sends::PerCall(command, form), Some(expiry)) = (self.sends, self.expiry) {
             if self.sent < self.written && self.send_call(command, form, expiry) {
@@ -91,18 +88,16 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
                 self.uncounted = self.uncounted.saturating_sub(1);
             }
         }
-        if !matches!(self.sends, Sends::CountOnly { .. }) {
-            while self.sent < self.written && self.send_set() {}
-        }
+        let replicates = !matches!(self.sends, Sends::CountOnly { .. });
+        while replicates && self.sent < self.written && self.send_set() {}
         if self.uncounted > 0 {
             let _ = self.link.count_changes(self.uncounted);
             self.uncounted = 0;
         }
-        if self.sent == self.written || matches!(self.sends, Sends::CountOnly { .. }) {
-            Ok(())
-        } else {
-            Err(Abort("replicate"))
+        if replicates && self.sent < self.written {
+            return Err(Abort("replicate"));
         }
+        Ok(())
     }
 
     /// The written pairs not sent as one command of the call's form.
@@ -125,18 +120,12 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
 
     /// The first pair not sent as `SET key value <expiry>`.
     fn send_set(&mut self) -> bool {
-        let (Some([key, value]), Some(expiry)) = (
-            self.pairs.get(2 * self.sent..2 * self.sent + 2),
-            self.expiry,
-        ) else {
+        let pair = self.pairs.get(2 * self.sent..2 * self.sent + 2);
+        let (Some(pair), Some(expiry)) = (pair, self.expiry) else {
             return false;
         };
-        if self.set_options.is_empty() {
-            self.set_options = deadline::options(expiry.into());
-        }
-        let sent = self
-            .link
-            .replicate(c"SET", &[], &[*key, *value], &self.set_options);
+        let options = deadline::options(expiry.into());
+        let sent = self.link.replicate(c"SET", &[], pair, &options);
         self.sent += usize::from(sent);
         sent
     }

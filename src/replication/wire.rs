@@ -45,6 +45,8 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
     uncounted: usize,
     /// The deadline the written keys got (known once the first is written).
     expiry: Option<Resolved>,
+    /// That deadline as SET's options, made once.
+    set_options: Vec<Word>,
     ended: bool,
 }
 
@@ -69,6 +71,7 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
             sent: 0,
             uncounted: 0,
             expiry: None,
+            set_options: Vec::new(),
             ended: false,
         }
     }
@@ -124,8 +127,10 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         let (Some(pair), Some(expiry)) = (pair, self.expiry) else {
             return false;
         };
-        let options = deadline::options(expiry.into());
-        let sent = self.link.replicate(c"SET", &[], pair, &options);
+        if self.set_options.is_empty() {
+            self.set_options = deadline::options(expiry.into());
+        }
+        let sent = self.link.replicate(c"SET", &[], pair, &self.set_options);
         self.sent += usize::from(sent);
         sent
     }

@@ -158,7 +158,9 @@ impl Keys {
                 Refusal::Parse(ParseError::NumkeysShape).short_text(ours),
             );
         }
-        let (Some(moved), Some(packing)) = (self.filter, self.syntax.pack(call)) else {
+        // Packs only where this deployment packs (the filter also sees calls it leaves as they are).
+        let packed = |moved| Some((moved, self.syntax.pack(call)?));
+        let Some((moved, packing)) = self.filter.and_then(packed) else {
             return Vec::new();
         };
         if routed && moved == MovedKeys::Refused {

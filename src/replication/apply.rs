@@ -54,6 +54,7 @@ pub fn docs() -> Docs {
     }
 }
 
+/// `<unix-time-milliseconds | KEEPTTL | PERSIST> key value [key value ...]`
 const ARGS: &[Arg] = &[
     one_of(
         c"expiration",

@@ -6,7 +6,8 @@ use std::ffi::CStr;
 
 use crate::deadline::{self, Deadline, Expiry, Resolved};
 use crate::ffi::{
-    Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values, Word,
+    fresh_part, Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values,
+    Word,
 };
 use crate::outcome::Abort;
 use crate::server::{PastDeadline, Profile, ServerCommand};
@@ -360,29 +361,45 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Writes the waiting pairs with the server's own command.
+    /// Writes the waiting pairs with the server's own command: in one call, or integers (fresh
+    /// copies) in parts of [`fresh_part`] pairs, each part finished (deadlines, signals, reports)
+    /// before the next is written, so a part that fails leaves the keys before it whole and sent.
     fn flush(&mut self) -> Result<(), Abort> {
         if self.batch.len() == 0 {
             return Ok(());
         }
         let batch = std::mem::replace(&mut self.batch, Batch::with_capacity(0));
-        let outcome = match self.batching {
-            Batching::Mset => self.flush_to_mset(&batch),
-            Batching::Builtin => self.flush_to_builtin(&batch),
-            Batching::EveryKeyWithSet => self.flush_with_set(&batch),
-        };
+        let mut outcome = Ok(());
+        let mut start = 0;
+        while outcome.is_ok() && start < batch.len() {
+            let left = batch.len() - start;
+            let size = if batch.integers {
+                fresh_part(left)
+            } else {
+                left
+            };
+            outcome = match batch.part(start, size) {
+                Some(part) => match self.batching {
+                    Batching::Mset => self.flush_to_mset(&part),
+                    Batching::Builtin => self.flush_to_builtin(&part),
+                    Batching::EveryKeyWithSet => self.flush_with_set(&part),
+                },
+                None => Err(Abort("split the batch")),
+            };
+            start += size;
+        }
         self.batch = batch.cleared();
         outcome
     }
 
-    fn flush_to_mset(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
+    fn flush_to_mset(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
         let kept: Vec<Option<i64>> = match self.deadline.expiry() {
-            Expiry::Keep => batch.keys().map(|key| self.deadline_of(key)).collect(),
+            Expiry::Keep => part.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_on(batch, ServerCommand::Mset, Head::None, Vec::new())?;
-        for (index, (key, lfu)) in batch.entries().enumerate() {
+        self.call_on(part, ServerCommand::Mset, Head::None, Vec::new())?;
+        for (index, (key, lfu)) in part.entries().enumerate() {
             let mut handle = self.open(key, Touch::No)?;
             self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
             if let Some(lfu) = lfu {
@@ -396,15 +413,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 
     /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
-    fn flush_to_builtin(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
+    fn flush_to_builtin(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
         let tail = deadline::options(self.deadline.expiry());
-        self.call_on(batch, ServerCommand::Msetex, Head::Numkeys, tail)?;
+        self.call_on(part, ServerCommand::Msetex, Head::Numkeys, tail)?;
         if let Expiry::In(_) = self.deadline.expiry() {
-            let first = batch.keys().next().ok_or(Abort("read the deadline"))?;
+            let first = part.keys().next().ok_or(Abort("read the deadline"))?;
             let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
             self.deadline.took_effect(at);
         }
-        for (key, lfu) in batch.entries() {
+        for (key, lfu) in part.entries() {
             if let Some(lfu) = lfu {
                 self.open(key, Touch::No)?.set_lfu(lfu);
             }
@@ -417,7 +434,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// `SET key value PXAT <deadline> !` per key, signalled again as the caller; SET replicates
     /// what it did, and may delete a key whose deadline is past: only the keys left count.
-    fn flush_with_set(&mut self, batch: &Batch<K::Arg>) -> Result<(), Abort> {
+    fn flush_with_set(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
         let call = ServerWrite {
             command: ServerCommand::Set.name(),
             head: Head::None,
@@ -425,7 +442,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };
-        for (key, pair) in batch.keys().zip(batch.flat.chunks_exact(2)) {
+        for (key, pair) in part.keys().zip(part.flat.chunks_exact(2)) {
             if !self.keyspace.run(&call, pair) {
                 return Err(Abort("write the key with SET"));
             }
@@ -442,10 +459,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Runs the server's `command` on the batch (integers as fresh copies it may encode).
+    /// Runs the server's `command` on a part of the batch (integers as fresh copies it may encode).
     fn call_on(
         &self,
-        batch: &Batch<K::Arg>,
+        part: &Part<'_, K::Arg>,
         command: ServerCommand,
         head: Head,
         tail: Vec<Word>,
@@ -454,14 +471,14 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             command: command.name(),
             head,
             tail,
-            values: if batch.integers {
+            values: if part.integers {
                 Values::Fresh
             } else {
                 Values::AsTheyAre
             },
             propagation: Propagation::ByModule,
         };
-        if self.keyspace.run(&call, &batch.flat) {
+        if self.keyspace.run(&call, part.flat) {
             Ok(())
         } else {
             Err(Abort("write the keys with the server's command"))
@@ -523,8 +540,13 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         self.flat.iter().step_by(2).copied()
     }
 
-    fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
-        self.keys().zip(self.lfu.iter().copied())
+    /// The `size` pairs from pair `start`.
+    fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
+        Some(Part {
+            flat: self.flat.get(2 * start..2 * (start + size))?,
+            lfu: self.lfu.get(start..start + size)?,
+            integers: self.integers,
+        })
     }
 
     /// The same buffers, emptied, for the next batch.
@@ -543,6 +565,23 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
             filter: [0; 64],
             integers: false,
         }
+    }
+}
+
+/// Pairs of a batch written by one server command.
+struct Part<'b, A> {
+    flat: &'b [A],
+    lfu: &'b [Option<i64>],
+    integers: bool,
+}
+
+impl<A: Copy> Part<'_, A> {
+    fn keys(&self) -> impl Iterator<Item = A> + '_ {
+        self.flat.iter().step_by(2).copied()
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
+        self.keys().zip(self.lfu.iter().copied())
     }
 }
 

@@ -12,6 +12,12 @@ use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
+/// The most pairs of `pairs` one call with fresh values takes: `RedisModule_Call` is variadic, so
+/// such a call is spelled out per size (64, 32, ... 1); a larger batch is written in parts.
+pub fn fresh_part(pairs: usize) -> usize {
+    pairs.min(64).checked_ilog2().map_or(0, |log| 1 << log)
+}
+
 /// `call` of `$head`, `$chunk`'s pairs and `$tail` ("v", "sb" per pair, "v"), spelled out per size.
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
@@ -85,7 +91,8 @@ impl<'call> Ctx<'call> {
         succeeded(unsafe { self.call_argv(command, &format, &mut argv(&head, flat, tail)) })
     }
 
-    /// Calls of 64, 32, ... 1 pairs whose values the server copies (`b`); `head(n)`: n pairs' head.
+    /// One call of [`fresh_part`]`(n) == n` pairs whose values the server copies (`b`); false for
+    /// any other count. `head(n)`: n pairs' head.
     fn call_fresh(
         &self,
         command: &CStr,
@@ -96,34 +103,27 @@ impl<'call> Ctx<'call> {
     ) -> bool {
         let fresh = |(k, v): (&Arg, &Arg)| (k.ptr, v.bytes.as_ptr().cast(), v.bytes.len());
         let values = flat.iter().skip(1).step_by(2);
-        let pairs: Vec<FreshPair> = flat.iter().step_by(2).zip(values).map(fresh).collect();
+        let chunk: Vec<FreshPair> = flat.iter().step_by(2).zip(values).map(fresh).collect();
+        let format = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len())));
+        let (Some(head), Ok(format)) = (head(chunk.len()), format) else {
+            return false;
+        };
         let mut tail = argv(tail, &[], &[]);
-        let mut rest = pairs.as_slice();
-        while !rest.is_empty() {
-            let (chunk, more) = rest.split_at(1 << rest.len().min(64).ilog2());
-            rest = more;
-            let format = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len())));
-            let (Some(head), Ok(format)) = (head(chunk.len()), format) else {
-                return false;
-            };
-            let mut head_ptrs = argv(&head, &[], &[]);
-            // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
-            let reply = unsafe {
-                call_fixed!(self, command.as_ptr(), format.as_ptr(), head_ptrs, chunk, tail;
-                    64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-                           32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
-                    32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
-                    16 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
-                    8 => [0 1 2 3 4 5 6 7],
-                    4 => [0 1 2 3],
-                    2 => [0 1],
-                    1 => [0])
-            };
-            if !succeeded(CallReply::new(reply, self.api)) {
-                return false;
-            }
-        }
-        true
+        let mut head_ptrs = argv(&head, &[], &[]);
+        let chunk = chunk.as_slice();
+        // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
+        let reply = unsafe {
+            call_fixed!(self, command.as_ptr(), format.as_ptr(), head_ptrs, chunk, tail;
+                64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+                       32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
+                32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
+                16 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
+                8 => [0 1 2 3 4 5 6 7],
+                4 => [0 1 2 3],
+                2 => [0 1],
+                1 => [0])
+        };
+        succeeded(CallReply::new(reply, self.api))
     }
 
     /// Safety: `argv` holds live module strings.

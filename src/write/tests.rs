@@ -198,8 +198,14 @@ impl<'s> Keyspace for &'s Store {
     fn signal(&self, key: &'s [u8]) {
         self.log(format!("signal {}", text(key)));
     }
-    /// MSET, the built-in MSETEX and SET, as the servers run them.
+    /// MSET, the built-in MSETEX and SET, as the servers run them; fresh values only in the
+    /// counts one `RedisModule_Call` can pass (`fresh_part`), as `ffi::Ctx::call_with_pairs`.
     fn run(&self, call: &ServerWrite, pairs: &[&'s [u8]]) -> bool {
+        let count = pairs.len() / 2;
+        if call.values == Values::Fresh && fresh_part(count) != count {
+            self.log(format!("refused {count} fresh pairs"));
+            return false;
+        }
         if !self.write_goes_through() {
             return false;
         }
@@ -356,15 +362,31 @@ fn a_repeated_key_ends_with_its_last_value() {
 
 #[test]
 fn a_batch_is_written_every_256_pairs() {
-    let store = Store::default();
+    // Strings of another length than the keys hold: the batch, passed as they are.
     let keys: Vec<String> = (0..300).map(|i| format!("n{i:03}")).collect();
+    let store = Store::with(
+        &keys
+            .iter()
+            .map(|k| (k.as_str(), Entry::string("old")))
+            .collect::<Vec<_>>(),
+    );
+    let pairs: Vec<&str> = keys.iter().flat_map(|k| [k.as_str(), "value"]).collect();
+    let (written, _) = write(&store, &redis(8, 0), &pairs, Expiry::At(NOW + 5));
+    assert_eq!(written, 300);
+    let pairs_per_call = |store: &Store| -> Vec<usize> {
+        let calls = store.lines("call");
+        calls
+            .iter()
+            .map(|c| (c.split(' ').count() - 2) / 2)
+            .collect()
+    };
+    assert_eq!(pairs_per_call(&store), [256, 44]);
+    // Integers go as fresh copies, in the parts one call can pass.
+    let store = Store::default();
     let pairs: Vec<&str> = keys.iter().flat_map(|k| [k.as_str(), "5"]).collect();
     let (written, _) = write(&store, &redis(8, 0), &pairs, Expiry::At(NOW + 5));
     assert_eq!(written, 300);
-    let calls = store.lines("call");
-    assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].split(' ').count(), 2 + 2 * 256);
-    assert_eq!(calls[1].split(' ').count(), 2 + 2 * 44);
+    assert_eq!(pairs_per_call(&store), [64, 64, 64, 64, 32, 8, 4]);
 }
 
 #[test]
@@ -732,6 +754,68 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
         }
     }
     assert!(checked > 500, "{checked}");
+}
+
+/// An integer batch larger than one call can pass goes in parts; a part that fails leaves every
+/// key of the parts before it with its deadline and sent, so a replica equals the primary.
+#[test]
+fn a_failing_part_of_an_integer_batch_leaves_the_parts_before_it_whole_and_sent() {
+    let names: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+    let values: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+    let pairs: Vec<&[u8]> = names
+        .iter()
+        .zip(&values)
+        .flat_map(|(k, v)| [k.as_bytes(), v.as_bytes()])
+        .collect();
+    let replication = Replication {
+        mode: Replicate::Set,
+        sent: Sent::PerCall {
+            command: CString::from(c"m.apply"),
+            form: CallForm::Apply,
+        },
+        counter: Some(CString::from(c"m.changes")),
+        counts_at_end: false,
+    };
+    for profile in [redis(7, 0), valkey(9, 1)] {
+        let whole = Store::default();
+        let received = Received::default();
+        let written = run(
+            &whole,
+            &profile,
+            &pairs,
+            Expiry::In(5000),
+            &replication,
+            &received,
+        );
+        assert_eq!(written, Ok(100), "{profile:?}");
+        assert_eq!(
+            whole.lines("call").len(),
+            3,
+            "64 + 32 + 4 pairs: {profile:?}"
+        );
+        // The second part fails: the first part's 64 keys stay, with their deadline, and sent.
+        let store = Store::default();
+        store.fault.set(Some((1, Fault::Fails)));
+        let sent = Received::default();
+        let outcome = run(
+            &store,
+            &profile,
+            &pairs,
+            Expiry::In(5000),
+            &replication,
+            &sent,
+        );
+        assert!(outcome.is_err(), "{profile:?}");
+        let primary = state(&store);
+        assert_eq!(primary.len(), 64, "{profile:?}");
+        assert!(
+            primary
+                .values()
+                .all(|(_, deadline)| *deadline == Some(NOW + 5000)),
+            "{profile:?}: {primary:?}"
+        );
+        assert_eq!(replica(&State::new(), &sent.commands.borrow()), primary);
+    }
 }
 
 /// One call as `command::write` makes it: the write path reporting to a [`Wire`].

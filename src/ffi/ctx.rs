@@ -30,6 +30,13 @@ impl KeyPositions<'_> {
     }
 }
 
+impl KeyPositions<'_> {
+    /// The server's clock, as the command reads it ([`Ctx::now_ms`]).
+    pub fn now_ms(&self) -> i64 {
+        self.0.now_ms()
+    }
+}
+
 /// What a command sends back: `+OK`, `:n` or `-<text>` (text starting with a code: `ERR ...`).
 #[derive(Debug)]
 pub enum Reply {

@@ -424,6 +424,38 @@ fn getkeys_returns_exactly_the_keys_of_every_form() {
     }
 }
 
+/// The getkeys callback parses a call with the command's clock: a relative
+/// TTL that overflows it is refused by the command, and declares no keys
+/// (it used to be parsed with a clock of 0 there, and declared `k`).
+#[test]
+fn a_call_the_command_refuses_declares_no_keys() {
+    let server = Server::start();
+    let mut con = server.client();
+    let call = [
+        target().command_name(),
+        "PX",
+        "9223372036854775807",
+        "k",
+        "v",
+    ];
+    let text = err(&mut con, &call);
+    assert!(text.contains("invalid expire time"), "{text}");
+    let getkeys = [&["COMMAND", "GETKEYS"][..], &call].concat();
+    let text = err(&mut con, &getkeys);
+    assert!(text.contains("Invalid arguments"), "{text}");
+    // One millisecond less than the overflow at the epoch is still refused today.
+    let call = [
+        target().command_name(),
+        "PX",
+        "9223372036854775000",
+        "k",
+        "v",
+    ];
+    err(&mut con, &call);
+    err(&mut con, &[&["COMMAND", "GETKEYS"][..], &call].concat());
+    assert_eq!(q::<i64, _>(&mut con, &["DBSIZE"]), 0);
+}
+
 #[test]
 fn acl_key_rules_apply_to_every_form() {
     let server = Server::start();

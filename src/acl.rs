@@ -19,6 +19,19 @@ pub enum AclCheck {
 }
 
 impl AclCheck {
+    /// The check the module API makes possible: categories for module commands
+    /// (`RedisModule_SetCommandACLCategories`, Redis 7.2+ and Valkey), else a permission check
+    /// (`RedisModule_ACLCheckCommandPermissions`, Redis 7.0), else the command's name only.
+    pub fn offered(categories: bool, permission_check: bool) -> AclCheck {
+        if categories {
+            AclCheck::Categories
+        } else if permission_check {
+            AclCheck::Capability
+        } else {
+            AclCheck::CommandName
+        }
+    }
+
     /// Checks at load that the server does what this check needs; the error is the log line.
     pub fn confirm(self, categories_set: bool, permission_check: bool) -> Result<(), String> {
         match self {
@@ -124,6 +137,13 @@ impl<'a> Permissions<Arg<'a>> for AclUser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn acl_reaches_msetex_as_the_module_api_allows() {
+        assert_eq!(AclCheck::offered(true, true), AclCheck::Categories);
+        assert_eq!(AclCheck::offered(false, true), AclCheck::Capability);
+        assert_eq!(AclCheck::offered(false, false), AclCheck::CommandName);
+    }
 
     /// A user as Redis 7.0 sees one: selectors, each with the commands it allows and the key
     /// prefixes it may write; a check passes where one selector allows the command and every key.

@@ -55,6 +55,8 @@ pub struct Docs {
     pub keys: KeyDocs,
     /// Negative: at least this many arguments, counting the command name.
     pub arity: i32,
+    /// COMMAND INFO's tips, space-separated (`request_policy:...`).
+    pub tips: Option<&'static CStr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -38,6 +38,10 @@ impl ffi::Module for Entry {
     }
 }
 
+/// A call of the built-in MSETEX with two keys: where the server reads its KEYNUM key spec
+/// without the step, `COMMAND GETKEYS` answers only `a`.
+const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
+
 /// MODULE LOAD / `loadmodule`.
 fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
     let options = load_args::parse_load_args(args)?;
@@ -54,6 +58,9 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
          MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
          (Redis 6.2+, Valkey 7.2+)",
     )?;
+    if let Some(note) = server.untested_note() {
+        ffi::log(raw, LogLevel::Notice, &note);
+    }
     let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
     let environment = Environment {
         cluster: ffi::cluster_enabled(raw),
@@ -67,6 +74,9 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         } else {
             ffi::original_command_name(raw, &options.command_name)
         },
+        builtin_listed: ffi::original_command_name(raw, "msetex"),
+        keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
+        acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
     };
     match plan::plan(&options, &server, environment)? {
         Plan::BuiltinServes { line, profile } => {
@@ -93,6 +103,11 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let unwatched = (!watching)
         .then_some("server events or command filters unavailable: every key is always replicated");
     LOADED.set(plan.module);
+    // The getkeys callback reads LOADED: asked only now.
+    if let Some(module) = LOADED.get() {
+        let getkeys = |call: &[&[u8]]| ffi::command_keys(raw, call);
+        module.keys.confirm(&module.name, watching, getkeys)?;
+    }
     ffi::log(raw, LogLevel::Notice, &plan.registered);
     let notes = plan.notes.iter().chain(&acl_note).map(String::as_str);
     for note in notes.chain(unwatched) {

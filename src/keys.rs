@@ -17,8 +17,10 @@ pub struct Keys {
     /// What the filter does with a call whose options stand among its keys; `None`: nothing
     /// (keys come from the callback, or the NUMKEYS form's keynum spec is exact).
     filter: Option<MovedKeys>,
-    /// The server reads a keynum spec with its step (Redis 8.4+, Valkey 9.1+).
-    keynum_steps: bool,
+    /// Whether the server reads a keynum spec with its step, as it answered (`None`: not asked).
+    keynum_step: Option<bool>,
+    /// The server has a built-in MSETEX (the command the keynum question is asked about).
+    builtin: bool,
     /// Cluster mode: a call's keys route it.
     cluster: bool,
 }
@@ -36,7 +38,8 @@ impl Keys {
             syntax,
             declared: profile.keys,
             filter,
-            keynum_steps: profile.builtin != Builtin::None,
+            keynum_step: profile.keynum_step,
+            builtin: profile.builtin != Builtin::None,
             cluster: profile.cluster,
         }
     }
@@ -73,7 +76,9 @@ impl Keys {
                 c"Keys follow the options and the time; options move them.",
             ),
             (Syntax::Ttl, ..) => pairs_from_2(false, c"Keys follow the time."),
-            (Syntax::Numkeys, KeysDeclared::ByCallback, _) => keynum(!self.keynum_steps),
+            (Syntax::Numkeys, KeysDeclared::ByCallback, _) => {
+                keynum(self.keynum_step != Some(true))
+            }
             (Syntax::Numkeys, _, None) => keynum(false),
             (Syntax::Numkeys, _, Some(_)) => pairs_from_2(
                 false,
@@ -82,8 +87,41 @@ impl Keys {
         }
     }
 
-    /// What the log says where keys are declared by key specifications only.
+    /// What the log says about how the server learns a call's keys: where its answer on the
+    /// keynum step was not yes, and where keys are declared by key specifications only.
     pub fn load_note(&self, io_threads_read: bool) -> Option<String> {
+        let step = self.keynum_note();
+        let specs = self.specs_note(io_threads_read);
+        match (step, specs) {
+            (Some(step), Some(specs)) => Some(format!("{step}; {specs}")),
+            (step, specs) => step.or(specs),
+        }
+    }
+
+    /// Where the NUMKEYS form stands beside a built-in whose keynum spec the server does not (or
+    /// could not be asked to) read with its step: what it said, and the path taken instead.
+    fn keynum_note(&self) -> Option<String> {
+        if self.syntax != Syntax::Numkeys || !self.builtin || self.keynum_step == Some(true) {
+            return None;
+        }
+        let answer = match self.keynum_step {
+            Some(_) => {
+                "this server's COMMAND GETKEYS reads only the first half of the keys of its own \
+                 MSETEX (a keynum key specification read without its step, redis/redis#14657)"
+            }
+            None => {
+                "this server could not be asked whether it reads a keynum key specification with \
+                 its step (COMMAND GETKEYS of its MSETEX failed: MSETEX or COMMAND renamed away?)"
+            }
+        };
+        let path = match self.declared {
+            KeysDeclared::ByCallback => "the getkeys callback declares every call's keys",
+            KeysDeclared::BySpecs { .. } => "the keys are declared as a range after numkeys",
+        };
+        Some(format!("{answer}: {path}"))
+    }
+
+    fn specs_note(&self, io_threads_read: bool) -> Option<String> {
         let what = match (self.declared, self.filter, self.syntax) {
             (KeysDeclared::ByCallback, ..) => return None,
             (_, None, _) => "the NUMKEYS form's keynum specification describes every call",
@@ -182,6 +220,64 @@ impl Keys {
     }
 }
 
+/// The keys of the call [`Keys::confirm`] asks about.
+const PROBE_KEYS: [&[u8]; 2] = [b"{msetex}a", b"{msetex}b"];
+
+impl Keys {
+    /// The load's last check, once MSETEX is registered: asks the server (`getkeys`: `COMMAND
+    /// GETKEYS`) which keys it reads from a call with options, as the filter (where `filtered`)
+    /// passes it on. Anything but exactly the call's keys refuses the load (the error is the log
+    /// line); a server that cannot be asked (COMMAND renamed away) was given the choices that are
+    /// safe either way.
+    pub fn confirm(
+        &self,
+        ours: &str,
+        filtered: bool,
+        getkeys: impl FnOnce(&[&[u8]]) -> Option<Vec<Vec<u8>>>,
+    ) -> Result<(), String> {
+        let [a, b] = PROBE_KEYS;
+        let options: [&[u8]; 3] = [b"NX", b"PX", b"100000"];
+        let call: Vec<&[u8]> = match self.syntax {
+            Syntax::Ttl => [&[ours.as_bytes()][..], &options, &[a, b"1", b, b"2"]].concat(),
+            Syntax::Numkeys => [&[ours.as_bytes(), b"2", a, b"1", b, b"2"][..], &options].concat(),
+        };
+        let mut command: Vec<Vec<u8>> = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call]
+            .concat()
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        if filtered && self.filter_wants(ours, b"COMMAND") {
+            let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
+            for change in self.rewrite(ours, &args) {
+                change.apply(&mut command);
+            }
+        }
+        let asked: Vec<&[u8]> = command.iter().skip(2).map(Vec::as_slice).collect();
+        let Some(keys) = getkeys(&asked) else {
+            return Ok(());
+        };
+        if keys == PROBE_KEYS {
+            return Ok(());
+        }
+        let shown = |words: &[&[u8]]| {
+            let words: Vec<String> = words
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words.join(" ")
+        };
+        let read: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        Err(format!(
+            "the server reads the keys of '{}' as [{}], not [{}] (its key specifications do not \
+             say where this call's keys are), so ACL key patterns and cluster slots would not \
+             see every key: MSETEX does not load here",
+            shown(&call),
+            shown(&read),
+            shown(&PROBE_KEYS)
+        ))
+    }
+}
+
 /// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
 /// the server routes it (only the call itself).
 fn locate(ours: &str, args: &[&[u8]]) -> Option<(usize, bool)> {
@@ -216,6 +312,7 @@ fn refuse_with(args: &[&[u8]], text: String) -> Vec<ArgsChange> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::AclCheck;
     use crate::server::{Callable, Environment, Product, Server};
 
     fn keys(syntax: Syntax, product: Product, version: (u32, u32, u32), cluster: bool) -> Keys {
@@ -225,8 +322,12 @@ mod tests {
             jemalloc: true,
             callable: Callable::ALL,
             name_in_use: Some(false),
+            builtin_listed: None,
+            keynum_step: None,
+            acl: AclCheck::Categories,
         };
-        let profile = Profile::new(&Server { product, version }, environment);
+        let server = Server { product, version };
+        let profile = Profile::new(&server, environment.answered_by(&server));
         Keys::new(syntax, &profile)
     }
 
@@ -262,5 +363,44 @@ mod tests {
         );
         assert!(moved.filter_wants("msetex", b"MSETEX"));
         assert!(!ttl.filter_wants("msetex", b"MSETEX"));
+    }
+
+    /// The load asks the server which keys it reads from a call with options, passed on as the
+    /// filter passes it, and refuses to load unless they are the call's keys.
+    #[test]
+    fn the_load_confirms_the_keys_the_server_reads() {
+        let both = || Some(vec![b"{msetex}a".to_vec(), b"{msetex}b".to_vec()]);
+        let plain = keys(Syntax::Numkeys, Product::Redis, (7, 0, 15), false);
+        let mut asked = Vec::new();
+        let ok = plain.confirm("m", true, |call| {
+            asked = call.iter().map(|a| a.to_vec()).collect();
+            both()
+        });
+        assert_eq!(ok, Ok(()));
+        assert_eq!(asked.len(), 9, "the call as a client sends it");
+        // Half the keys (a keynum spec read without its step): refused, with the keys read.
+        let half = plain.confirm("m", true, |_| Some(vec![b"{msetex}a".to_vec()]));
+        let error = half.unwrap_err();
+        assert!(
+            error.contains("as [{msetex}a], not [{msetex}a {msetex}b]"),
+            "{error}"
+        );
+        // Not asked (COMMAND renamed away): the load goes on.
+        assert_eq!(plain.confirm("m", true, |_| None), Ok(()));
+        // Where the filter packs, the server is asked about the packed call.
+        let packed = keys(Syntax::Numkeys, Product::Valkey, (9, 1, 2), true);
+        let mut asked = Vec::new();
+        let ok = packed.confirm("m", true, |call| {
+            asked = call.iter().map(|a| a.to_vec()).collect();
+            both()
+        });
+        assert_eq!(ok, Ok(()));
+        assert_eq!(asked.len(), 6, "m <packed> a 1 b 2: {asked:?}");
+        assert_eq!(asked.get(1).and_then(|a| a.first()), Some(&0));
+        // Without the filter (it could not be registered) the call goes as it is.
+        let error = packed.confirm("m", false, |call| {
+            Some(call.iter().skip(2).step_by(2).map(|a| a.to_vec()).collect())
+        });
+        assert!(error.is_err());
     }
 }

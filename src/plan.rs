@@ -162,7 +162,7 @@ fn naming(
     environment: Environment,
 ) -> Result<Option<String>, String> {
     let name = options.command_name.clone();
-    if server.has_builtin_msetex() && options.default_name() {
+    if profile.builtin != Builtin::None && options.default_name() {
         return match (options.syntax, profile.builtin) {
             (Syntax::Numkeys, Builtin::Serving) => Ok(None),
             (Syntax::Numkeys, _) => Err(format!(

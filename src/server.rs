@@ -13,6 +13,15 @@ pub enum Product {
     Valkey,
 }
 
+impl Product {
+    fn name(self) -> &'static str {
+        match self {
+            Product::Redis => "Redis",
+            Product::Valkey => "Valkey",
+        }
+    }
+}
+
 /// A server as `INFO server` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
@@ -53,6 +62,7 @@ impl Server {
     }
 
     /// How this server learns a call's keys (see [`KeysDeclared`]); unreadable io-threads: above 1.
+    /// The keynum spec is exact only where the server said it reads its step.
     fn keys_declared(&self, environment: Environment) -> KeysDeclared {
         let redis = self.product == Product::Redis;
         let io_threads = environment.io_threads.is_none_or(|n| n > 1);
@@ -72,7 +82,7 @@ impl Server {
             } else {
                 MovedKeys::Packed
             },
-            keynum_exact: self.has_builtin_msetex() && redis,
+            keynum_exact: environment.keynum_step == Some(true) && redis,
         }
     }
 
@@ -85,13 +95,39 @@ impl Server {
         }
     }
 
+    /// The load's line on a server newer than the newest of its family `make test-matrix` runs:
+    /// that one, and what this server is assumed to do as it does (the facts taken from a version
+    /// the server could not be asked about; DESIGN.md, "Facts taken from the version").
+    pub fn untested_note(&self) -> Option<String> {
+        let (major, minor, _) = self.version;
+        let (newest, assumed) = match self.product {
+            Product::Redis => (
+                (8, 6),
+                "module commands' keys may be read on I/O threads (io-threads above 1) and, in \
+                 cluster mode, routed before command filters run; SET embeds a value with its key \
+                 up to 41 bytes together and fires 'overwritten'; closing a key signals it",
+            ),
+            Product::Valkey => (
+                (9, 1),
+                "module commands' keys may be read on I/O threads in cluster mode, and routed by \
+                 their legacy key range after command filters ran; SET embeds a value with its \
+                 key up to 105 bytes together (with a TTL) and deletes a key whose deadline is \
+                 past; atomic slot migration needs the module's consent",
+            ),
+        };
+        ((major, minor) > newest).then(|| {
+            let tested = format!("{} {}.{}", self.product.name(), newest.0, newest.1);
+            format!(
+                "{} is newer than the newest server this module was tested on ({tested}.x): it \
+                 assumes this server does what {tested} does: {assumed}",
+                self.describe()
+            )
+        })
+    }
+
     pub fn describe(&self) -> String {
         let (major, minor, patch) = self.version;
-        let product = match self.product {
-            Product::Redis => "Redis",
-            Product::Valkey => "Valkey",
-        };
-        format!("{product} {major}.{minor}.{patch}")
+        format!("{} {major}.{minor}.{patch}", self.product.name())
     }
 }
 
@@ -117,6 +153,39 @@ pub struct Environment {
     /// Whether a dotless COMMAND-NAME is a server command's original name (renamed away: a module
     /// cannot take it); `None` if unreadable.
     pub name_in_use: Option<bool>,
+    /// Whether `ACL CAT` lists a command MSETEX, serving or renamed away (a built-in); `None` if
+    /// unreadable.
+    pub builtin_listed: Option<bool>,
+    /// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 read only the
+    /// first half of the keys, redis/redis#14657), as it answered `COMMAND GETKEYS` of its
+    /// built-in MSETEX, the one command with such a spec; `None` if it could not be asked (no
+    /// built-in under its name, COMMAND renamed away).
+    pub keynum_step: Option<bool>,
+    /// How ACL rules can reach MSETEX, from what the module API offers (`AclCheck::offered`).
+    pub acl: AclCheck,
+}
+
+#[cfg(test)]
+impl Environment {
+    /// `self` with the answers `server` gives the load's questions (the servers as measured).
+    pub fn answered_by(self, server: &Server) -> Environment {
+        let redis = server.product == Product::Redis;
+        let builtin = server.has_builtin_msetex();
+        let serving = builtin && self.callable.has(ServerCommand::Msetex);
+        Environment {
+            builtin_listed: Some(builtin),
+            // Redis 8.4.0 to 8.4.3 read a keynum spec without its step (fixed in 8.4.4).
+            keynum_step: serving.then_some(!(redis && server.version < (8, 4, 4))),
+            acl: if redis && server.version < (7, 0, 0) {
+                AclCheck::CommandName
+            } else if redis && server.version < (7, 2, 0) {
+                AclCheck::Capability
+            } else {
+                AclCheck::Categories
+            },
+            ..self
+        }
+    }
 }
 
 /// The server commands the module calls or replicates, probed at load (`RedisModule_Call` without
@@ -242,6 +311,9 @@ pub struct Profile {
     /// Valkey words two NUMKEYS errors of its built-in its own way.
     pub valkey: bool,
     pub keys: KeysDeclared,
+    /// Whether the server reads a KEYNUM key spec with its step, as it answered
+    /// ([`Environment::keynum_step`]); `None`: not asked (taken as no).
+    pub keynum_step: Option<bool>,
     /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
     /// place (an allocator whose size classes the check does not know).
     pub in_place: Option<Embedding>,
@@ -262,7 +334,8 @@ pub struct Profile {
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
     /// How ACL rules reach MSETEX: module commands get categories from Redis 7.2 (and in every
-    /// Valkey); Redis 7.0 can only be asked about other commands; 6.2 not at all.
+    /// Valkey); Redis 7.0 can only be asked about other commands; 6.2 not at all. As offered by
+    /// the module API, not by version.
     pub acl: AclCheck,
 }
 
@@ -305,11 +378,12 @@ impl Profile {
             redis_6,
             valkey: !redis,
             keys: server.keys_declared(environment),
+            keynum_step: environment.keynum_step,
             in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
             builtin: match (
-                server.has_builtin_msetex(),
+                server.has_builtin_msetex() || environment.builtin_listed == Some(true),
                 environment.callable.has(ServerCommand::Msetex),
             ) {
                 (false, _) => Builtin::None,
@@ -324,13 +398,7 @@ impl Profile {
                 PastDeadline::Store
             },
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
-            acl: if redis_6 {
-                AclCheck::CommandName
-            } else if redis && server.version < (7, 2, 0) {
-                AclCheck::Capability
-            } else {
-                AclCheck::Categories
-            },
+            acl: environment.acl,
         }
     }
 

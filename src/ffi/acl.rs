@@ -134,6 +134,12 @@ impl Drop for AclUser<'_> {
     }
 }
 
+/// Whether the module API can put a module command in ACL categories (Redis 7.2+, Valkey).
+pub fn acl_categories_available() -> bool {
+    API.get()
+        .is_some_and(|api| api.set_command_acl_categories.is_some() && api.get_command.is_some())
+}
+
 /// Whether the module API can check a user's permission to run a command (Redis 7.0+).
 pub fn acl_check_available() -> bool {
     API.get().is_some_and(|api| {

@@ -24,6 +24,15 @@ pub struct ArgsChange {
     pub with: Vec<Vec<u8>>,
 }
 
+impl ArgsChange {
+    /// The same change on a plain argument list, as the server makes it (nothing past the end).
+    pub fn apply(&self, args: &mut Vec<Vec<u8>>) {
+        let at = self.at.min(args.len());
+        let end = at.saturating_add(self.replaced).min(args.len());
+        args.splice(at..end, self.with.iter().cloned());
+    }
+}
+
 /// The command filter and the server events (see [`super::watch`]).
 pub trait Hooks {
     /// Whether command `name` may need rewriting; runs before every command: a few comparisons.

@@ -71,3 +71,10 @@ pub fn original_command_name(ctx: *mut RawCtx, name: &str) -> Option<bool> {
     }
     Some(false)
 }
+
+/// `COMMAND GETKEYS <call>`: the keys the server reads from `call`; `None` if it answered no list
+/// (an error: unknown command, no keys, COMMAND renamed away).
+pub fn command_keys(ctx: *mut RawCtx, call: &[&[u8]]) -> Option<Vec<Vec<u8>>> {
+    let args = [&[b"GETKEYS".as_slice()][..], call].concat();
+    Ctx::of(ctx)?.call(c"COMMAND", &args)?.into_iter().collect()
+}

@@ -10,7 +10,7 @@ mod key;
 mod register;
 mod sds;
 
-pub use acl::{acl_check_available, AclUser, Caller, LogReason};
+pub use acl::{acl_categories_available, acl_check_available, AclUser, Caller, LogReason};
 pub use api::{log, LogLevel, RawCtx, Slot};
 pub use call::{fresh_part, Head, Propagation, Values};
 pub use callbacks::{
@@ -18,7 +18,8 @@ pub use callbacks::{
 };
 pub use ctx::{Arg, ContextFlags, Ctx, EventClass, KeyPositions, OwnedString, Reply, Word};
 pub use facts::{
-    cluster_enabled, command_callable, config_number, original_command_name, server_info_fields,
+    cluster_enabled, command_callable, command_keys, config_number, original_command_name,
+    server_info_fields,
 };
 pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::{

@@ -125,7 +125,7 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Op
         complexity: docs.complexity.as_ptr(),
         since: docs.since.as_ptr(),
         history: std::ptr::null_mut(),
-        tips: std::ptr::null(),
+        tips: docs.tips.map_or(std::ptr::null(), CStr::as_ptr),
         arity: docs.arity,
         key_specs: key_specs.as_mut_ptr(),
         args,

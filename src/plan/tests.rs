@@ -47,6 +47,9 @@ fn env(cluster: bool, io_threads: Option<u32>) -> Environment {
         jemalloc: true,
         callable: Callable::ALL,
         name_in_use: Some(false),
+        builtin_listed: None,
+        keynum_step: None,
+        acl: AclCheck::Categories,
     }
 }
 
@@ -67,7 +70,15 @@ const PLAIN: Environment = Environment {
     jemalloc: true,
     callable: Callable::ALL,
     name_in_use: Some(false),
+    builtin_listed: None,
+    keynum_step: None,
+    acl: AclCheck::Categories,
 };
+
+/// The load of `server` in `environment`, with the answers that server gives the load's questions.
+fn plan(options: &LoadOptions, server: &Server, environment: Environment) -> Result<Plan, String> {
+    super::plan(options, server, environment.answered_by(server))
+}
 
 fn options(syntax: Syntax, replicate: Replicate, name: &str) -> LoadOptions {
     LoadOptions {

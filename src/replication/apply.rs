@@ -51,6 +51,7 @@ pub fn docs() -> Docs {
         args: ARGS,
         keys: pairs_from_2(false, c"Keys follow the time."),
         arity: ARITY,
+        tips: None,
     }
 }
 

@@ -31,6 +31,9 @@ const PLAIN: Environment = Environment {
     jemalloc: true,
     callable: Callable::ALL,
     name_in_use: Some(false),
+    builtin_listed: None,
+    keynum_step: None,
+    acl: AclCheck::Categories,
 };
 
 #[test]
@@ -225,7 +228,8 @@ fn options_where_keys_come_from_key_specs() {
         io_threads: Some(io_threads),
         ..PLAIN
     };
-    let keys = |server: &Server, env| Profile::new(server, env).keys;
+    let keys =
+        |server: &Server, env: Environment| Profile::new(server, env.answered_by(server)).keys;
     let specs = |moved, keynum_exact| KeysDeclared::BySpecs {
         moved,
         keynum_exact,
@@ -250,6 +254,11 @@ fn options_where_keys_come_from_key_specs() {
         keys(&redis("8.2.0"), env(true, 4)),
         specs(MovedKeys::Refused, false)
     );
+    // Redis 8.4.0 to 8.4.3 read the keynum spec without its step.
+    assert_eq!(
+        keys(&redis("8.4.2"), env(false, 4)),
+        specs(MovedKeys::Packed, false)
+    );
     // Valkey routes a module command by its legacy key range.
     assert_eq!(
         keys(&valkey("9.1.2"), env(true, 1)),
@@ -263,6 +272,32 @@ fn options_where_keys_come_from_key_specs() {
         keys(&valkey("8.1.1"), env(false, 4)),
         KeysDeclared::ByCallback
     );
+}
+
+/// The keynum spec is exact only where the server said so; its version says nothing (the
+/// keystep build reports 8.6.3), and a server that could not be asked is taken as not reading it.
+#[test]
+fn the_keynum_step_is_what_the_server_answered() {
+    let io_threads = Environment {
+        io_threads: Some(4),
+        ..PLAIN
+    };
+    for (answer, exact) in [(Some(true), true), (Some(false), false), (None, false)] {
+        let env = Environment {
+            keynum_step: answer,
+            ..io_threads
+        };
+        let profile = Profile::new(&redis("8.6.3"), env);
+        assert_eq!(profile.keynum_step, answer);
+        assert_eq!(
+            profile.keys,
+            KeysDeclared::BySpecs {
+                moved: MovedKeys::Packed,
+                keynum_exact: exact
+            },
+            "{answer:?}"
+        );
+    }
 }
 
 #[test]
@@ -282,4 +317,33 @@ fn native_replication() {
         );
     }
     assert!(!Profile::new(&redis("8.2.0"), PLAIN).native_replication());
+}
+
+/// A server newer than the matrix's newest of its family gets one log line naming the newest
+/// tested version and what is assumed from it; the tested ones and older get none.
+#[test]
+fn a_server_newer_than_the_matrix_is_named_in_the_log() {
+    for tested in [
+        redis("8.6.3"),
+        redis("8.6.9"),
+        redis("7.0.15"),
+        valkey("9.1.2"),
+        valkey("8.1.1"),
+    ] {
+        assert_eq!(tested.untested_note(), None, "{tested:?}");
+    }
+    let note = redis("8.8.0").untested_note().unwrap();
+    assert!(
+        note.starts_with(
+            "Redis 8.8.0 is newer than the newest server this module was tested on (Redis 8.6.x)"
+        ),
+        "{note}"
+    );
+    assert!(note.contains("41 bytes"), "{note}");
+    let note = valkey("10.0.1").untested_note().unwrap();
+    assert!(
+        note.contains("(Valkey 9.1.x)") && note.contains("105 bytes"),
+        "{note}"
+    );
+    assert!(valkey("9.2.0").untested_note().is_some());
 }

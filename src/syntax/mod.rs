@@ -92,11 +92,17 @@ impl Syntax {
         Some((original, shift))
     }
 
-    /// COMMAND DOCS and COMMAND INFO, the keys where `keys` says (`keys.rs`).
+    /// COMMAND DOCS and COMMAND INFO, the keys where `keys` says (`keys.rs`); the NUMKEYS form
+    /// carries the built-in's tips.
     pub fn docs(self, keys: KeyDocs) -> Docs {
-        let (summary, since, args) = match self {
-            Syntax::Ttl => (ttl::SUMMARY, c"1.0.0", ttl::ARGS),
-            Syntax::Numkeys => (numkeys::SUMMARY, c"2.0.0", numkeys::ARGS),
+        let (summary, since, args, tips) = match self {
+            Syntax::Ttl => (ttl::SUMMARY, c"1.0.0", ttl::ARGS, None),
+            Syntax::Numkeys => (
+                numkeys::SUMMARY,
+                c"2.0.0",
+                numkeys::ARGS,
+                Some(numkeys::TIPS),
+            ),
         };
         Docs {
             summary,
@@ -105,6 +111,7 @@ impl Syntax {
             args,
             keys,
             arity: ARITY,
+            tips,
         }
     }
 

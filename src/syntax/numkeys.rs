@@ -12,6 +12,10 @@ use super::options::{CONDITION, DATA};
 use super::packed::{self, Packing};
 use crate::docs::{one_of, plain, token, valued, Arg, ArgKind};
 
+/// The built-in's COMMAND INFO tips (Redis 8.6.3): a cluster client may send the keys of each
+/// shard to that shard, and the call succeeded where every part did.
+pub(super) const TIPS: &CStr = c"request_policy:multi_shard response_policy:all_succeeded";
+
 /// Checks in the built-in's order: numkeys, pair count, option syntax, then the time's value.
 pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
     let pairs = pairs(argv)?;

@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::acl::AclCheck;
 use crate::ffi::Allocation;
 use crate::server::{Callable, Environment, Product, Server};
 
@@ -273,6 +274,9 @@ const ENVIRONMENT: Environment = Environment {
     jemalloc: true,
     callable: Callable::ALL,
     name_in_use: Some(false),
+    builtin_listed: None,
+    keynum_step: None,
+    acl: AclCheck::Categories,
 };
 
 fn profile(product: Product, version: (u32, u32, u32)) -> Profile {

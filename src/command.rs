@@ -5,9 +5,9 @@ use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
 use crate::deadline::{self, Deadline, Expiry};
-use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, Reply};
+use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, OwnedString, Reply};
 use crate::loaded::{Loaded, LOADED};
-use crate::outcome::{Failure, Refusal};
+use crate::outcome::{Abort, Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
 use crate::write::Batching;
@@ -61,7 +61,25 @@ fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failur
     if !(flags.replicated || flags.loading || module.keys.were_declared(&request, args.len())) {
         return Err(Refusal::Undeclared.into());
     }
-    let pairs = args.get(request.pairs.clone()).unwrap_or_default();
+    let arguments = args.get(request.pairs.clone()).unwrap_or_default();
+    // Where the filter moved the values into argv[1], they become strings of their own.
+    let values = module
+        .keys
+        .values(ctx, args, &request)
+        .ok_or(Abort("read the values"))?;
+    let interleaved: Vec<Arg<'_>>;
+    let pairs = if values.is_empty() {
+        arguments
+    } else {
+        let values = values.iter().map(OwnedString::arg);
+        interleaved = arguments
+            .iter()
+            .copied()
+            .zip(values)
+            .flat_map(|(k, v)| [k, v])
+            .collect();
+        &interleaved
+    };
     check_acl(ctx, module, pairs, request.expiry, flags)?;
     if !write::condition_holds(ctx, &module.profile, pairs, request.condition) {
         return Ok(Reply::Integer(0));

@@ -125,7 +125,7 @@ mod tests {
             prop_assert_eq!(apply::parse(&call).map(|r| r.expiry), Ok(expiry));
             let mut call = vec![b"msetex".to_vec(), b"1".to_vec(), b"k".to_vec(), b"v".to_vec()];
             call.extend(text(&options(expiry)));
-            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0, Packed::Read).map(|r| r.expiry), Ok(expiry));
+            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0, Packed::Options).map(|r| r.expiry), Ok(expiry));
         }
     }
 

@@ -66,6 +66,9 @@ pub struct KeyDocs {
     pub notes: Option<&'static CStr>,
     /// Legacy first key / last key / step for COMMAND INFO.
     pub legacy: (i32, i32, i32),
+    /// A second key spec, not a key, that only marks the command `movablekeys`: clients reading
+    /// COMMAND then ask COMMAND GETKEYS instead of reading `legacy` (see `MovedKeys::AllButKeys`).
+    pub movable: bool,
 }
 
 /// An argument without token, e.g. `time`.
@@ -113,5 +116,22 @@ pub const fn pairs_from_2(incomplete: bool, notes: &'static CStr) -> KeyDocs {
         },
         notes: Some(notes),
         legacy: (2, -1, 2),
+        movable: false,
+    }
+}
+
+/// Keys from 2 to the end, the rest of the call packed into argument 1 by the command filter;
+/// marked `movablekeys` (clients must ask COMMAND GETKEYS about the call they send).
+pub const fn keys_from_2(notes: &'static CStr) -> KeyDocs {
+    KeyDocs {
+        spec: KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 1,
+            incomplete: false,
+        },
+        notes: Some(notes),
+        legacy: (2, -1, 1),
+        movable: true,
     }
 }

@@ -3,11 +3,11 @@
 
 use std::ffi::CStr;
 
-use crate::docs::{pairs_from_2, KeyDocs, KeySpec};
-use crate::ffi::{Arg, ArgsChange, KeyPositions};
+use crate::docs::{keys_from_2, pairs_from_2, KeyDocs, KeySpec};
+use crate::ffi::{Arg, ArgsChange, Ctx, KeyPositions, OwnedString};
 use crate::outcome::Refusal;
 use crate::server::{Builtin, KeysDeclared, MovedKeys, Profile};
-use crate::syntax::{Packed, ParseError, Request, Syntax};
+use crate::syntax::{Layout, Packed, ParseError, Request, Syntax, ARITY};
 
 /// How this deployment's calls get their keys to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +46,40 @@ impl Keys {
 
     /// Validates a call as the server passes it (packed only where the filter packs).
     pub fn parse<A: AsRef<[u8]>>(&self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
-        let packed = self.filter.map_or(Packed::Plain, |_| Packed::Read);
-        self.syntax.parse(argv, now_ms, packed)
+        self.syntax.parse(argv, now_ms, self.packed())
+    }
+
+    /// What the filter makes of argv[1] here (`Refused`: GETKEYS and ACL DRYRUN's options).
+    fn packed(&self) -> Packed {
+        match self.filter {
+            None => Packed::Plain,
+            Some(MovedKeys::Packed | MovedKeys::Refused) => Packed::Options,
+            Some(MovedKeys::AllButKeys) => Packed::AllButKeys,
+        }
+    }
+
+    /// The call's values where the filter packed them (`Layout::KeysOnly`), made string objects
+    /// for the write; none where they are arguments. `None` if one cannot be made.
+    pub fn values<'c>(
+        &self,
+        ctx: &Ctx<'c>,
+        argv: &[Arg<'c>],
+        request: &Request,
+    ) -> Option<Vec<OwnedString>> {
+        if request.layout != Layout::KeysOnly {
+            return Some(Vec::new());
+        }
+        let values = self.syntax.packed_values(argv)?;
+        values.iter().map(|value| ctx.string(value)).collect()
+    }
+
+    /// The least argument count the server lets through (negative: at least): the filter's
+    /// `AllButKeys` form of a one-pair call has three.
+    pub fn arity(&self) -> i32 {
+        match self.filter {
+            Some(MovedKeys::AllButKeys) => -3,
+            _ => ARITY,
+        }
     }
 
     /// The flags MSETEX registers with: a getkeys callback only where the server may call it.
@@ -69,8 +101,12 @@ impl Keys {
             },
             notes: None,
             legacy: (0, 0, 0),
+            movable: false,
         };
         match (self.syntax, self.declared, self.filter) {
+            (_, _, Some(MovedKeys::AllButKeys)) => keys_from_2(
+                c"Keys follow argument 1, where the module's command filter moves every other one.",
+            ),
             (Syntax::Ttl, KeysDeclared::ByCallback, _) => pairs_from_2(
                 true,
                 c"Keys follow the options and the time; options move them.",
@@ -137,6 +173,11 @@ impl Keys {
                 "a command filter moves the options into one argument before the server reads \
                  the keys (MONITOR and SLOWLOG show that form)"
             }
+            (_, Some(MovedKeys::AllButKeys), _) => {
+                "a command filter moves every argument but the keys (options and values) into one \
+                 argument before the server reads the keys, and clients reading COMMAND ask \
+                 COMMAND GETKEYS (MONITOR and SLOWLOG show that form)"
+            }
         };
         Some(format!(
             "this server may ask for command keys from I/O threads{}: keys are declared by key \
@@ -198,25 +239,35 @@ impl Keys {
             );
         }
         // Packs only where this deployment packs (the filter also sees calls it leaves as they are).
-        let packed = |moved| Some((moved, self.syntax.pack(call)?));
+        let packed = |moved| Some((moved, self.syntax.pack(call, self.packed())?));
         let Some((moved, packing)) = self.filter.and_then(packed) else {
             return Vec::new();
         };
         if routed && moved == MovedKeys::Refused {
             return refuse_with(args, Refusal::Unroutable.short_text(ours));
         }
-        vec![
-            ArgsChange {
-                at: at + packing.trailing,
-                replaced: call.len().saturating_sub(packing.trailing),
+        // From the end: the trailing options, each value (last first), then the leading ones.
+        let trailing = ArgsChange {
+            at: at + packing.trailing,
+            replaced: call.len().saturating_sub(packing.trailing),
+            with: Vec::new(),
+        };
+        let values = packing.values.into_iter().flat_map(|pairs| {
+            pairs.skip(1).step_by(2).rev().map(move |value| ArgsChange {
+                at: at + value,
+                replaced: 1,
                 with: Vec::new(),
-            },
-            ArgsChange {
-                at: at + 1,
-                replaced: packing.leading,
-                with: vec![packing.arg],
-            },
-        ]
+            })
+        });
+        let leading = ArgsChange {
+            at: at + 1,
+            replaced: packing.leading,
+            with: vec![packing.arg],
+        };
+        std::iter::once(trailing)
+            .chain(values)
+            .chain([leading])
+            .collect()
     }
 }
 
@@ -316,9 +367,19 @@ mod tests {
     use crate::server::{Callable, Environment, Product, Server};
 
     fn keys(syntax: Syntax, product: Product, version: (u32, u32, u32), cluster: bool) -> Keys {
+        keys_threads(syntax, product, version, cluster, 1)
+    }
+
+    fn keys_threads(
+        syntax: Syntax,
+        product: Product,
+        version: (u32, u32, u32),
+        cluster: bool,
+        io_threads: u32,
+    ) -> Keys {
         let environment = Environment {
             cluster,
-            io_threads: Some(1),
+            io_threads: Some(io_threads),
             jemalloc: true,
             callable: Callable::ALL,
             name_in_use: Some(false),
@@ -353,14 +414,35 @@ mod tests {
         assert_eq!((newer.spec, newer.legacy), (keynum(false), (0, 0, 0)));
         let older = keys(Syntax::Numkeys, Product::Redis, (7, 0, 15), false).docs();
         assert_eq!(older.spec, keynum(true));
-        // Key specs only, a keynum spec the server routes without: the filter moves the
-        // options in front, and the keys are a plain range.
+        // Key specs only where Valkey routes by the legacy range: the filter moves all but the
+        // keys in front, the keys are one plain range, and a second spec marks them movable.
         let moved = keys(Syntax::Numkeys, Product::Valkey, (9, 1, 2), true);
         assert_eq!(moved.flags(), c"write deny-oom");
+        let docs = moved.docs();
+        let keys_only = KeySpec::Range {
+            first: 2,
+            last: -1,
+            step: 1,
+            incomplete: false,
+        };
         assert_eq!(
-            (moved.docs().spec, moved.docs().legacy),
-            (range(false), (2, -1, 2))
+            (docs.spec, docs.legacy, docs.movable),
+            (keys_only, (2, -1, 1), true)
         );
+        assert_eq!(moved.arity(), -3);
+        let ttl_moved = keys_threads(Syntax::Ttl, Product::Valkey, (8, 1, 1), true, 4);
+        assert_eq!(ttl_moved.docs().spec, keys_only);
+        // Redis with io-threads, outside cluster mode: the options only.
+        let options = keys_threads(Syntax::Numkeys, Product::Redis, (8, 2, 0), false, 4);
+        assert_eq!(
+            (
+                options.docs().spec,
+                options.docs().legacy,
+                options.docs().movable
+            ),
+            (range(false), (2, -1, 2), false)
+        );
+        assert_eq!(options.arity(), ARITY);
         assert!(moved.filter_wants("msetex", b"MSETEX"));
         assert!(!ttl.filter_wants("msetex", b"MSETEX"));
     }
@@ -395,8 +477,8 @@ mod tests {
             both()
         });
         assert_eq!(ok, Ok(()));
-        assert_eq!(asked.len(), 6, "m <packed> a 1 b 2: {asked:?}");
-        assert_eq!(asked.get(1).and_then(|a| a.first()), Some(&0));
+        assert_eq!(asked.len(), 4, "m <packed> a b: {asked:?}");
+        assert_eq!(asked.get(1).and_then(|a| a.first()), Some(&1));
         // Without the filter (it could not be registered) the call goes as it is.
         let error = packed.confirm("m", false, |call| {
             Some(call.iter().skip(2).step_by(2).map(|a| a.to_vec()).collect())

@@ -104,7 +104,10 @@ fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
         docs: Some(docs),
     };
     let name = CString::new(module.name.as_str()).map_err(|e| e.to_string())?;
-    let docs = module.syntax.docs(module.keys.docs());
+    let docs = Docs {
+        arity: module.keys.arity(),
+        ..module.syntax.docs(module.keys.docs())
+    };
     let mut commands = vec![documented(name, Role::Msetex, module.keys.flags(), docs)];
     if let Some(command) = module.replication.apply() {
         let (name, docs) = (command.to_owned(), apply::docs());

@@ -77,10 +77,10 @@ impl Server {
             return KeysDeclared::ByCallback;
         }
         KeysDeclared::BySpecs {
-            moved: if redis && environment.cluster {
-                MovedKeys::Refused
-            } else {
-                MovedKeys::Packed
+            moved: match (redis, environment.cluster) {
+                (true, true) => MovedKeys::Refused,
+                (true, false) => MovedKeys::Packed,
+                (false, _) => MovedKeys::AllButKeys,
             },
             keynum_exact: environment.keynum_step == Some(true) && redis,
         }
@@ -360,10 +360,15 @@ pub enum KeysDeclared {
 /// (`MSETEX NX PX 100 k v`, `MSETEX 1 k v EX 60` where the keynum spec is not exact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MovedKeys {
-    /// Packs the options into one argument before keys are read (`syntax::pack`): Valkey, which
-    /// looks a command and its slot up again after a filter rewrote it, and Redis outside cluster
-    /// mode (no routing; ACL reads keys after the filter).
+    /// Packs the options into one argument before keys are read (`syntax::pack`): Redis outside
+    /// cluster mode (no routing; ACL reads keys after the filter).
     Packed,
+    /// Valkey (key specs only in cluster mode): packs everything but the keys, options and
+    /// values, into one argument, for every call. Valkey routes a module command by its legacy
+    /// key range, looked up again after a filter rewrote the call, and clients read that range
+    /// from COMMAND: one plain range of keys is exact for both, and a second key spec (not a key)
+    /// marks the command `movablekeys`, so clients ask COMMAND GETKEYS, which the filter packs too.
+    AllButKeys,
     /// Redis 8.2+ in cluster mode with io-threads routes by the keys its I/O threads read before
     /// any filter ran, even after a rewrite: the filter refuses such a call, writing nothing.
     Refused,

@@ -48,7 +48,12 @@ pub fn cluster_pair(config: ServerConfig, replica_config: ServerConfig) -> (Serv
 
 /// A one-node cluster owning every slot: enough for slot checks.
 pub fn single_node_cluster() -> Server {
-    let server = ServerConfig::default()
+    single_node_cluster_with(ServerConfig::default())
+}
+
+/// [`single_node_cluster`] started from `config`.
+pub fn single_node_cluster_with(config: ServerConfig) -> Server {
+    let server = config
         .line("cluster-enabled yes")
         .line("cluster-config-file nodes.conf")
         .start();
@@ -224,6 +229,33 @@ impl Cluster {
         assert!(settled, "no replica of port {port} in CLUSTER NODES");
         found.expect("checked above")
     }
+}
+
+/// The slot of `key` (`CLUSTER KEYSLOT`) and the node of `nodes` that owns it (`CLUSTER SLOTS`).
+pub fn slot_owner<'a>(nodes: &'a [Server], key: &str) -> (i64, &'a Server) {
+    let mut con = nodes[0].client();
+    let slot: i64 = q(&mut con, &["CLUSTER", "KEYSLOT", key]);
+    let ranges: Vec<Value> = q(&mut con, &["CLUSTER", "SLOTS"]);
+    let port = ranges.iter().find_map(|range| match range {
+        Value::Array(items) => match items.as_slice() {
+            [Value::Int(first), Value::Int(last), Value::Array(primary), ..]
+                if (*first..=*last).contains(&slot) =>
+            {
+                match primary.get(1) {
+                    Some(Value::Int(port)) => Some(*port),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    });
+    let port = port.unwrap_or_else(|| panic!("no node owns slot {slot}: {ranges:?}"));
+    let node = nodes.iter().find(|node| i64::from(node.port()) == port);
+    (
+        slot,
+        node.unwrap_or_else(|| panic!("slot {slot} on an unknown port {port}")),
+    )
 }
 
 /// Two cluster nodes started with `config` (the module loaded as it says):

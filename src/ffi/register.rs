@@ -112,7 +112,14 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Op
     // The arrays the server reads live in `arena` until the call returns; it copies what it keeps.
     let mut arena: Vec<Vec<CommandArg>> = Vec::new();
     let args = command_args(docs.args, &mut arena);
-    let mut key_specs = [key_spec(docs.keys.spec, docs.keys.notes), KEY_SPEC_END];
+    let mut key_specs = [
+        key_spec(docs.keys.spec, docs.keys.notes),
+        KEY_SPEC_END,
+        KEY_SPEC_END,
+    ];
+    if docs.keys.movable {
+        key_specs[1] = MOVABLE_MARK;
+    }
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -243,6 +250,26 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
         fk,
     }
 }
+
+/// A key spec that is not a key (`NOT_KEY`, skipped wherever the server reads keys): a keynum
+/// spec, which makes the server flag the command `movablekeys` without changing its legacy range.
+const MOVABLE_MARK: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
+    notes: c"Not a key: marks the command movablekeys, so that clients ask COMMAND GETKEYS."
+        .as_ptr(),
+    flags: (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_NOT_KEY) as u64,
+    begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+    bs: Bs {
+        index: BsIndex { pos: 1 },
+    },
+    find_keys_type: FK_KEYNUM,
+    fk: Fk {
+        keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
+            keynumidx: 0,
+            firstkey: 1,
+            keystep: 1,
+        },
+    },
+};
 
 /// The terminator of a key spec array: all zero, as in C (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
 // SAFETY: every field is a pointer (NULL), an integer or a union of integers.

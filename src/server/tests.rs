@@ -262,11 +262,11 @@ fn options_where_keys_come_from_key_specs() {
     // Valkey routes a module command by its legacy key range.
     assert_eq!(
         keys(&valkey("9.1.2"), env(true, 1)),
-        specs(MovedKeys::Packed, false)
+        specs(MovedKeys::AllButKeys, false)
     );
     assert_eq!(
         keys(&valkey("8.1.1"), env(true, 4)),
-        specs(MovedKeys::Packed, false)
+        specs(MovedKeys::AllButKeys, false)
     );
     assert_eq!(
         keys(&valkey("8.1.1"), env(false, 4)),

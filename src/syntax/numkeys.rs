@@ -6,10 +6,11 @@ use std::ffi::CStr;
 use std::ops::Range;
 
 use super::options::{
-    expiry, parse_i64, Ack, Condition, Expiry, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
+    expiry, parse_i64, Ack, Condition, Expiry, Keyword, Layout, ParseError, Request, TimeUnit,
+    MIN_ARGC,
 };
 use super::options::{CONDITION, DATA};
-use super::packed::{self, Packing};
+use super::packed::{self, Packed, Packing};
 use crate::docs::{one_of, plain, token, valued, Arg, ArgKind};
 
 /// The built-in's COMMAND INFO tips (Redis 8.6.3): a cluster client may send the keys of each
@@ -32,6 +33,7 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
         }
     };
     Ok(Request {
+        layout: Layout::Pairs,
         pairs,
         condition,
         expiry,
@@ -102,16 +104,30 @@ pub(super) fn options<A: AsRef<[u8]>>(
     Ok((condition, expiry))
 }
 
-/// numkeys and the options after the pairs, packed into one argument (`Syntax::pack`); `None` if
-/// nothing follows the pairs or numkeys is invalid (refused wherever it runs).
-pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
-    let pairs = pairs(argv).ok().filter(|pairs| pairs.end < argv.len())?;
-    let mut moved: Vec<&[u8]> = vec![argv.get(1)?.as_ref()];
-    moved.extend(argv.get(pairs.end..)?.iter().map(AsRef::as_ref));
+/// numkeys and the options after the pairs packed into one argument (`Syntax::pack`), and for
+/// `AllButKeys` the values after them; `None` where nothing needs packing (Options: nothing
+/// follows the pairs) or numkeys is invalid (refused wherever it runs).
+pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A], form: Packed) -> Option<Packing> {
+    let pairs = pairs(argv).ok()?;
+    let options = argv.get(pairs.end..)?;
+    let values = match form {
+        Packed::Plain => return None,
+        Packed::Options if options.is_empty() => return None,
+        Packed::Options => None,
+        Packed::AllButKeys => Some(pairs.clone()),
+    };
+    let moved: Vec<&[u8]> = argv
+        .get(1..2)?
+        .iter()
+        .chain(options)
+        .chain(packed::values(argv, values.clone()))
+        .map(AsRef::as_ref)
+        .collect();
     Some(Packing {
-        arg: packed::encode(&moved),
+        arg: packed::encode(form, &moved),
         leading: 1,
         trailing: pairs.end,
+        values,
     })
 }
 

@@ -64,11 +64,22 @@ pub enum Ack {
     One,
 }
 
+/// Where a call's values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Keys and values alternate in `pairs`.
+    Pairs,
+    /// `pairs` holds the keys only; the values are in argv[1] (`Syntax::packed_values`).
+    KeysOnly,
+}
+
 /// A validated call: all the write step needs besides the key and value arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// argv indexes of the pairs: keys and values alternate from `start`.
+    /// argv indexes of the pairs: keys and values alternate from `start` (or, by `layout`, the
+    /// keys only).
     pub pairs: Range<usize>,
+    pub layout: Layout,
     pub condition: Condition,
     pub expiry: Expiry,
     pub ack: Ack,

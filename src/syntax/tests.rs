@@ -10,16 +10,17 @@ use std::ops::Range;
 const NOW: i64 = 1_700_000_000_000;
 
 fn ttl(items: &[&str]) -> Result<Request, ParseError> {
-    Syntax::Ttl.parse(items, NOW, Packed::Read)
+    Syntax::Ttl.parse(items, NOW, Packed::Options)
 }
 
 fn numkeys(items: &[&str]) -> Result<Request, ParseError> {
-    Syntax::Numkeys.parse(items, NOW, Packed::Read)
+    Syntax::Numkeys.parse(items, NOW, Packed::Options)
 }
 
 fn request(pairs: Range<usize>, condition: Condition, expiry: Expiry, ack: Ack) -> Request {
     Request {
         pairs,
+        layout: Layout::Pairs,
         condition,
         expiry,
         ack,
@@ -214,7 +215,9 @@ fn ttl_absolute_deadlines_may_be_in_the_past() {
 fn ttl_keys_and_values_are_arbitrary_bytes() {
     let argv: Vec<&[u8]> = vec![b"MSETEX", b"1", b"\0\xff", b"", b"NX", b"\r\n"];
     assert_eq!(
-        Syntax::Ttl.parse(&argv, NOW, Packed::Read).map(|r| r.pairs),
+        Syntax::Ttl
+            .parse(&argv, NOW, Packed::Options)
+            .map(|r| r.pairs),
         Ok(2..6)
     );
 }
@@ -273,26 +276,27 @@ fn ttl_pairs_follow_the_options() {
 }
 
 /// A call as the command filter rewrites it: the packed argument in place
-/// of the arguments it replaces, the trailing ones dropped.
+/// of the arguments it replaces, the trailing ones and the moved values dropped.
 fn packed_call(argv: &[&[u8]], packing: &Packing) -> Vec<Vec<u8>> {
+    let moved = |i: &usize| {
+        let pairs = packing.values.clone().unwrap_or_default();
+        pairs.contains(i) && (i - pairs.start) % 2 == 1
+    };
     let mut call = vec![argv[0].to_vec(), packing.arg.clone()];
-    call.extend(
-        argv[1 + packing.leading..packing.trailing]
-            .iter()
-            .map(|a| a.to_vec()),
-    );
+    let kept = (1 + packing.leading..packing.trailing).filter(|i| !moved(i));
+    call.extend(kept.map(|i| argv[i].to_vec()));
     call
 }
 
 #[test]
 fn ttl_options_pack_into_one_argument_before_the_keys() {
     let argv: [&[u8]; 6] = [b"MSETEX", b"NX", b"PX", b"60000", b"k", b"v"];
-    let packing = Syntax::Ttl.pack(&argv).unwrap();
+    let packing = Syntax::Ttl.pack(&argv, Packed::Options).unwrap();
     assert_eq!(packing.arg, b"\x002:NX2:PX5:60000");
     assert_eq!((packing.leading, packing.trailing), (3, 6));
     let packed_argv = packed_call(&argv, &packing);
     assert_eq!(
-        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Read),
+        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Options),
         Ok(request(
             2..4,
             Condition::NoneExist,
@@ -301,17 +305,23 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
         ))
     );
     // Nothing to pack: no option, or no time after the options.
-    assert_eq!(Syntax::Ttl.pack(&["MSETEX", "60", "k", "v"]), None);
-    assert_eq!(Syntax::Ttl.pack(&["MSETEX", "NX", "PX"]), None);
     assert_eq!(
-        Syntax::Ttl.pack(&["MSETEX", "KEEPTTL", "5", "k", "v"]),
+        Syntax::Ttl.pack(&["MSETEX", "60", "k", "v"], Packed::Options),
+        None
+    );
+    assert_eq!(
+        Syntax::Ttl.pack(&["MSETEX", "NX", "PX"], Packed::Options),
+        None
+    );
+    assert_eq!(
+        Syntax::Ttl.pack(&["MSETEX", "KEEPTTL", "5", "k", "v"], Packed::Options),
         None
     );
     // The time is kept verbatim, even with spaces.
     let argv: [&[u8]; 5] = [b"MSETEX", b"EX", b"NX 5", b"k", b"v"];
-    let packed_argv = packed_call(&argv, &Syntax::Ttl.pack(&argv).unwrap());
+    let packed_argv = packed_call(&argv, &Syntax::Ttl.pack(&argv, Packed::Options).unwrap());
     assert_eq!(
-        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Read),
+        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Options),
         Err(ParseError::NotAnInteger)
     );
 }
@@ -319,13 +329,13 @@ fn ttl_options_pack_into_one_argument_before_the_keys() {
 #[test]
 fn numkeys_options_pack_into_one_argument_before_the_keys() {
     let argv: [&[u8]; 9] = [b"MSETEX", b"2", b"a", b"1", b"b", b"2", b"NX", b"EX", b"60"];
-    let packing = Syntax::Numkeys.pack(&argv).unwrap();
+    let packing = Syntax::Numkeys.pack(&argv, Packed::Options).unwrap();
     assert_eq!(packing.arg, b"\x001:22:NX2:EX2:60");
     assert_eq!((packing.leading, packing.trailing), (1, 6));
     let packed_argv = packed_call(&argv, &packing);
     assert_eq!(packed_argv.len(), 6);
     assert_eq!(
-        Syntax::Numkeys.parse(&views(&packed_argv), NOW, Packed::Read),
+        Syntax::Numkeys.parse(&views(&packed_argv), NOW, Packed::Options),
         Ok(request(
             2..6,
             Condition::NoneExist,
@@ -334,25 +344,34 @@ fn numkeys_options_pack_into_one_argument_before_the_keys() {
         ))
     );
     // Nothing after the pairs, or no valid numkeys: nothing to pack.
-    assert_eq!(Syntax::Numkeys.pack(&["MSETEX", "1", "k", "v"]), None);
-    assert_eq!(Syntax::Numkeys.pack(&["MSETEX", "x", "k", "v", "NX"]), None);
-    assert_eq!(Syntax::Numkeys.pack(&["MSETEX", "3", "k", "v", "NX"]), None);
+    assert_eq!(
+        Syntax::Numkeys.pack(&["MSETEX", "1", "k", "v"], Packed::Options),
+        None
+    );
+    assert_eq!(
+        Syntax::Numkeys.pack(&["MSETEX", "x", "k", "v", "NX"], Packed::Options),
+        None
+    );
+    assert_eq!(
+        Syntax::Numkeys.pack(&["MSETEX", "3", "k", "v", "NX"], Packed::Options),
+        None
+    );
 }
 
 #[test]
 fn a_packed_argument_never_holds_keys() {
     // Not what the filter writes: pairs inside the packed argument.
-    let packed = packed::encode(&["NX", "60", "k", "v"]);
+    let packed = packed::encode(Packed::Options, &["NX", "60", "k", "v"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k2", b"v2"];
     assert_eq!(
-        Syntax::Ttl.parse(&argv, NOW, Packed::Read),
+        Syntax::Ttl.parse(&argv, NOW, Packed::Options),
         Err(ParseError::Syntax)
     );
     // Nor without the time: the server read "60" as a key.
-    let packed = packed::encode(&["NX"]);
+    let packed = packed::encode(Packed::Options, &["NX"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"60", b"k", b"v"];
     assert_eq!(
-        Syntax::Ttl.parse(&argv, NOW, Packed::Read),
+        Syntax::Ttl.parse(&argv, NOW, Packed::Options),
         Err(ParseError::Syntax)
     );
 }
@@ -361,17 +380,17 @@ fn a_packed_argument_never_holds_keys() {
 /// pair, and declared a key beyond the call: a crash) is refused.
 #[test]
 fn a_packed_numkeys_covers_exactly_the_pairs() {
-    let packed = packed::encode(&["2", "EX", "100"]);
+    let packed = packed::encode(Packed::Options, &["2", "EX", "100"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
     assert_eq!(
-        Syntax::Numkeys.parse(&argv, NOW, Packed::Read),
+        Syntax::Numkeys.parse(&argv, NOW, Packed::Options),
         Err(ParseError::Syntax)
     );
-    let packed = packed::encode(&["1", "EX", "100"]);
+    let packed = packed::encode(Packed::Options, &["1", "EX", "100"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
     assert_eq!(
         Syntax::Numkeys
-            .parse(&argv, NOW, Packed::Read)
+            .parse(&argv, NOW, Packed::Options)
             .unwrap()
             .pairs,
         2..4
@@ -382,13 +401,13 @@ fn a_packed_numkeys_covers_exactly_the_pairs() {
 /// argument is read as it is, and refused.
 #[test]
 fn a_packed_argument_is_plain_where_nothing_packs() {
-    let packed = packed::encode(&["1", "EX", "100"]);
+    let packed = packed::encode(Packed::Options, &["1", "EX", "100"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
     assert_eq!(
         Syntax::Numkeys.parse(&argv, NOW, Packed::Plain),
         Err(ParseError::InvalidNumkeys)
     );
-    let packed = packed::encode(&["NX", "60"]);
+    let packed = packed::encode(Packed::Options, &["NX", "60"]);
     let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
     assert_eq!(
         Syntax::Ttl.parse(&argv, NOW, Packed::Plain),
@@ -688,7 +707,7 @@ fn model(
     let moved = argv
         .get(1)
         .and_then(|a| model_unpack(a))
-        .filter(|_| packed == Packed::Read);
+        .filter(|_| packed == Packed::Options);
     let Some(moved) = moved else {
         return plain(argv);
     };
@@ -738,7 +757,7 @@ fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
             ],
             1..4
         )
-        .prop_map(|args| packed::encode(&args)),
+        .prop_map(|args| packed::encode(Packed::Options, &args)),
         "\\x00[0-9]{0,2}:?[a-z]{0,3}".prop_map(String::into_bytes),
     ]
 }
@@ -775,7 +794,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        for packed in [Packed::Read, Packed::Plain] {
+        for packed in [Packed::Options, Packed::Plain] {
             prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now, packed), model(Syntax::Ttl, &argv, now, packed));
         }
     }
@@ -787,38 +806,50 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        for packed in [Packed::Read, Packed::Plain] {
+        for packed in [Packed::Options, Packed::Plain] {
             prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now, packed), model(Syntax::Numkeys, &argv, now, packed));
         }
     }
 
-    /// Packing the options (what the command filter does where keys are
-    /// read from key specifications only) changes nothing the parser
-    /// decides: the same reply or error, the same pairs, now at 2, 4, ...
-    /// to the end. A packed call too short for the server's arity check is
-    /// refused by the server with the same `wrong number of arguments`; the
-    /// original was an error too.
+    /// Packing the options, or everything but the keys (what the command
+    /// filter does where keys are read from key specifications only),
+    /// changes nothing the parser decides: the same reply or error, the
+    /// same pairs, now at 2, 4, ... to the end (or the keys at 2, 3, ...
+    /// and the values from the packed argument). A packed call too short
+    /// for the server's arity check is refused by the server with the same
+    /// `wrong number of arguments`; the original was an error too.
     #[test]
-    fn packing_the_options_changes_nothing(
+    fn packing_changes_nothing(
         syntax in prop::sample::select(vec![Syntax::Ttl, Syntax::Numkeys]),
+        form in prop::sample::select(vec![Packed::Options, Packed::AllButKeys]),
         tail in proptest::collection::vec(arg_strategy(), 0..10),
         now in 0i64..=i64::MAX,
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        let original = syntax.parse(&views(&argv), now, Packed::Read);
-        if let Some(packing) = syntax.pack(&views(&argv)) {
+        let original = syntax.parse(&views(&argv), now, form);
+        if let Some(packing) = syntax.pack(&views(&argv), form) {
             let packed_argv = packed_call(&views(&argv), &packing);
-            if packed_argv.len() < 4 {
+            let arity = if form == Packed::AllButKeys { 3 } else { 4 };
+            if packed_argv.len() < arity {
                 prop_assert!(original.is_err(), "{:?}", original);
             } else {
-                let repacked = syntax.parse(&views(&packed_argv), now, Packed::Read);
+                let repacked = syntax.parse(&views(&packed_argv), now, form);
                 let pairs = |argv: &[Vec<u8>], r: &Request| argv[r.pairs.clone()].to_vec();
                 match (&original, &repacked) {
                     (Ok(a), Ok(b)) => {
                         prop_assert_eq!((a.condition, a.expiry, a.ack), (b.condition, b.expiry, b.ack));
-                        prop_assert_eq!(pairs(&argv, a), pairs(&packed_argv, b));
                         prop_assert_eq!(b.pairs.clone(), 2..packed_argv.len());
+                        let after = if form == Packed::AllButKeys {
+                            prop_assert_eq!(b.layout, Layout::KeysOnly);
+                            let view = views(&packed_argv);
+                            let values = syntax.packed_values(&view).unwrap();
+                            let keys = pairs(&packed_argv, b);
+                            keys.into_iter().zip(values).flat_map(|(k, v)| [k, v.to_vec()]).collect()
+                        } else {
+                            pairs(&packed_argv, b)
+                        };
+                        prop_assert_eq!(pairs(&argv, a), after);
                     }
                     _ => prop_assert_eq!(original, repacked),
                 }
@@ -883,6 +914,7 @@ const ANY_KEYS: KeyDocs = KeyDocs {
     },
     notes: None,
     legacy: (2, -1, 2),
+    movable: false,
 };
 
 /// The docs must describe the grammar the parser accepts.

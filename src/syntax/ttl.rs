@@ -5,10 +5,10 @@ use std::ffi::CStr;
 
 use super::numkeys;
 use super::options::{
-    expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
+    expiry, parse_i64, Ack, Condition, Keyword, Layout, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{CONDITION, DATA};
-use super::packed::{self, Packing};
+use super::packed::{self, Packed, Packing};
 use crate::docs::{one_of, plain, token, Arg, ArgKind};
 
 /// Options (at most one of each group, any order), then time, then at least one whole pair.
@@ -44,6 +44,7 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
     };
     let time = parse_i64(time).ok_or(ParseError::NotAnInteger)?;
     Ok(Request {
+        layout: Layout::Pairs,
         pairs: first_key..argv.len(),
         condition,
         expiry: expiry(unit, time, now_ms)?,
@@ -85,15 +86,30 @@ fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
     argv.iter().skip(1).take_while(|arg| is_option(arg)).count()
 }
 
-/// The leading options and the time, packed into one argument (`Syntax::pack`); `None` without
-/// options or an argument after them.
-pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A]) -> Option<Packing> {
+/// The leading options and the time packed into one argument (`Syntax::pack`), and for
+/// `AllButKeys` the values after them; `None` where nothing needs packing (no option), or nothing
+/// can (no time, or not whole pairs after it: refused wherever it runs).
+pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A], form: Packed) -> Option<Packing> {
     let count = leading_options(argv);
-    argv.get(1 + count)?;
-    (count > 0).then(|| Packing {
-        arg: packed::encode(argv.get(1..2 + count).unwrap_or_default()),
+    let head = argv.get(1..2 + count)?;
+    let pairs = 2 + count..argv.len();
+    let values = match form {
+        Packed::Plain => return None,
+        Packed::Options if count == 0 => return None,
+        Packed::Options => None,
+        Packed::AllButKeys if pairs.is_empty() || !pairs.len().is_multiple_of(2) => return None,
+        Packed::AllButKeys => Some(pairs),
+    };
+    let moved: Vec<&[u8]> = head
+        .iter()
+        .chain(packed::values(argv, values.clone()))
+        .map(AsRef::as_ref)
+        .collect();
+    Some(Packing {
+        arg: packed::encode(form, &moved),
         leading: count + 1,
         trailing: argv.len(),
+        values,
     })
 }
 

@@ -14,6 +14,7 @@ mod hardened;
 mod info;
 mod install;
 mod io_threads;
+mod key_reading;
 mod like_set;
 mod limits;
 mod module_load;

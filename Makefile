@@ -13,6 +13,8 @@ DESTDIR   ?=
 MODULEDIR ?= $(PREFIX)/lib/redis/modules
 # make deb: where the package goes.
 DEBDIR    ?= target/deb
+# make rpm: where the package goes.
+RPMDIR    ?= target/rpm
 # make dist: a tarball named after the crate version and the target triple.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 TRIPLE  := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
@@ -20,7 +22,7 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps deps-build build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files clean
+.PHONY: help deps deps-build build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files rpm rpm-files clean
 
 help: ## List the targets and the variables
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,6 +32,7 @@ help: ## List the targets and the variables
 	@echo "  ROUNDS=$(ROUNDS)  rounds of make bench"
 	@echo "  PREFIX=$(PREFIX)  MODULEDIR=$(MODULEDIR)  DESTDIR=$(DESTDIR)  where make install puts the library (Valkey: MODULEDIR=/usr/lib/valkey/modules)"
 	@echo "  DEBDIR=$(DEBDIR)  where make deb puts the package"
+	@echo "  RPMDIR=$(RPMDIR)  where make rpm puts the package"
 	@echo "  DISTDIR=$(DISTDIR)  where make dist puts the tarball ($(DISTNAME).tar.gz)"
 	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix and make bench (default: ../shared/servers)"
 	@echo "  FUZZ_CASES=N  cases per property in make fuzz (default 1000000)"
@@ -108,6 +111,12 @@ deb: build ## Debian package in DEBDIR: msetex_<version>_<arch>.deb (Redis and V
 
 deb-files:
 	DEBDIR="$(DEBDIR)" scripts/deb.sh
+
+rpm: build ## RPM for RHEL/Fedora in RPMDIR: msetex-<version>-<release>.<arch>.rpm (needs rpmbuild)
+	@$(MAKE) --no-print-directory rpm-files
+
+rpm-files:
+	RPMDIR="$(RPMDIR)" scripts/rpm.sh
 
 clean: ## Remove build output
 	$(CARGO) clean

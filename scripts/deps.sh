@@ -2,11 +2,12 @@
 # Installs what building and testing msetex needs and is missing:
 #   libclang-dev (bindgen, used by the redis-module crate, needs libclang at
 #   build time) and a C compiler (the linker rustc calls; binutils for
-#   make deb); and, unless called as `deps.sh build` (make build, make deb,
-#   make install), redis-server and redis-tools (redis-cli,
-#   redis-benchmark), which the tests, make run and make bench start, and
-#   lintian and python3-redis, with which the tests check the package and
-#   run the redis-py example.
+#   make deb and make rpm); and, unless called as `deps.sh build` (make
+#   build, make deb, make rpm, make install), redis-server and redis-tools
+#   (redis-cli, redis-benchmark), which the tests, make run and make bench
+#   start, and lintian, rpm (rpmbuild), rpmlint and python3-redis, with
+#   which the tests check the packages (make deb, make rpm) and run the
+#   redis-py example.
 # On Debian/Ubuntu as root it runs apt-get; otherwise it names the packages.
 set -euo pipefail
 
@@ -29,7 +30,7 @@ if [ "$(printf '%s\n%s\n' "$rust_min" "$rust" | sort -V | head -n 1)" != "$rust_
 fi
 
 packages=(libclang-dev)
-[ "$mode" = build ] || packages+=(redis-server redis-tools lintian python3-redis)
+[ "$mode" = build ] || packages+=(redis-server redis-tools lintian rpm rpmlint python3-redis)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 
 if command -v dpkg-query >/dev/null 2>&1; then

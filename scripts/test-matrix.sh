@@ -16,7 +16,7 @@ out="${COMPATIBILITY_OUT:-docs/COMPATIBILITY.md}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # shellcheck source=scripts/servers.sh
-source scripts/servers.sh
+MATRIX_EXTRA=1 source scripts/servers.sh
 
 echo "== building the module and the tests"
 cargo build --release --locked || exit 1

@@ -166,6 +166,18 @@ pub struct Environment {
 }
 
 #[cfg(test)]
+impl Server {
+    /// A `product` from version `from` and before `before` (the unit tests' expectations per
+    /// server kind; version comparisons stay in this file).
+    pub fn is(&self, product: Product, from: (u32, u32), before: Option<(u32, u32)>) -> bool {
+        let (major, minor, _) = self.version;
+        self.product == product
+            && (major, minor) >= from
+            && before.is_none_or(|before| (major, minor) < before)
+    }
+}
+
+#[cfg(test)]
 impl Environment {
     /// `self` with the answers `server` gives the load's questions (the servers as measured).
     pub fn answered_by(self, server: &Server) -> Environment {

@@ -82,12 +82,19 @@ pub fn shared_servers_dir() -> std::path::PathBuf {
     crate::repo_root().join("../shared/servers")
 }
 
-/// Every `*-server` binary under [`shared_servers_dir`], by directory name.
+/// Every release's `*-server` binary under [`shared_servers_dir`], by directory name: a directory
+/// named `<product>-<version>` (not `redis-keystep`, a build made for the tests).
 pub fn shared_server_paths() -> Vec<String> {
+    let release = |dir: &std::fs::DirEntry| {
+        let name = dir.file_name().to_string_lossy().into_owned();
+        let version = name.split_once('-').map_or("", |(_, version)| version);
+        !version.is_empty() && version.split('.').all(|part| part.parse::<u32>().is_ok())
+    };
     let mut paths: Vec<String> = std::fs::read_dir(shared_servers_dir())
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
+        .filter(release)
         .flat_map(|dir| std::fs::read_dir(dir.path()).into_iter().flatten())
         .filter_map(Result::ok)
         .map(|entry| entry.path())

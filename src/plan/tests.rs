@@ -163,7 +163,7 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                     if replicate == Replicate::Msetex && !native {
                         expected.push(Role::Apply);
                     }
-                    let redis_6_2 = server.product == Product::Redis && server.version < (7, 0, 0);
+                    let redis_6_2 = server.is(Product::Redis, (0, 0), Some((7, 0)));
                     if replicate == Replicate::Msetex || native || redis_6_2 {
                         expected.push(Role::ChangesCounter);
                     }
@@ -185,12 +185,12 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                     );
                     assert_eq!(
                         plan.module.profile.atomic_slot_migration,
-                        server.product == Product::Valkey && server.version >= (9, 0, 0),
+                        server.is(Product::Valkey, (9, 0), None),
                         "{what}"
                     );
                     assert_eq!(
                         plan.module.profile.signal_on_close,
-                        server.product == Product::Redis && server.version >= (8, 6, 0),
+                        server.is(Product::Redis, (8, 6), None),
                         "{what}"
                     );
                     let unreadable = by_specs && env.io_threads.is_none();
@@ -349,14 +349,11 @@ fn a_renamed_command_takes_another_path_or_fails_the_load_with_its_name() {
                         ..env(cluster, Some(1))
                     };
                     let loaded = plan(&options(Syntax::Ttl, replicate, "m"), &server, env);
-                    let valkey_8 = server.product == Product::Valkey && server.version >= (8, 0, 0);
-                    let valkey_9_1 =
-                        server.product == Product::Valkey && server.version >= (9, 1, 0);
+                    let valkey_8 = server.is(Product::Valkey, (8, 0), None);
+                    let valkey_9_1 = server.is(Product::Valkey, (9, 1), None);
                     let native = server.has_builtin_msetex() && !cluster;
                     // Redis 7.0's ACL check asks about MSET and SET.
-                    let redis_7_0 = server.product == Product::Redis
-                        && (7, 0, 0) <= server.version
-                        && server.version < (7, 2, 0);
+                    let redis_7_0 = server.is(Product::Redis, (7, 0), Some((7, 2)));
                     let refused = match missing {
                         ServerCommand::Mset => !valkey_9_1,
                         ServerCommand::Set => {

@@ -150,9 +150,15 @@ impl Keys {
                  its step (COMMAND GETKEYS of its MSETEX failed: MSETEX or COMMAND renamed away?)"
             }
         };
-        let path = match self.declared {
-            KeysDeclared::ByCallback => "the getkeys callback declares every call's keys",
-            KeysDeclared::BySpecs { .. } => "the keys are declared as a range after numkeys",
+        let path = match (self.declared, self.filter) {
+            (KeysDeclared::ByCallback, _) => "the getkeys callback declares every call's keys",
+            (KeysDeclared::BySpecs { .. }, None) => {
+                "taken as yes, and confirmed on this module's own command once registered (the \
+                 load is refused if not)"
+            }
+            (KeysDeclared::BySpecs { .. }, Some(_)) => {
+                "the keys are declared as a range after numkeys"
+            }
         };
         Some(format!("{answer}: {path}"))
     }

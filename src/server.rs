@@ -62,8 +62,10 @@ impl Server {
     }
 
     /// How this server learns a call's keys (see [`KeysDeclared`]); unreadable io-threads: above 1.
-    /// The keynum spec is exact only where the server said it reads its step.
-    fn keys_declared(&self, environment: Environment) -> KeysDeclared {
+    /// The keynum spec is exact where the server said it reads its step, or where it has an MSETEX
+    /// renamed away, which cannot be asked: there the answer is taken as yes and the load's
+    /// confirmation (`Keys::confirm`) refuses to load if it is not.
+    fn keys_declared(&self, environment: Environment, builtin: Builtin) -> KeysDeclared {
         let redis = self.product == Product::Redis;
         let io_threads = environment.io_threads.is_none_or(|n| n > 1);
         let on_io_threads = if redis {
@@ -82,7 +84,10 @@ impl Server {
                 (true, false) => MovedKeys::Packed,
                 (false, _) => MovedKeys::AllButKeys,
             },
-            keynum_exact: environment.keynum_step == Some(true) && redis,
+            keynum_exact: redis
+                && environment
+                    .keynum_step
+                    .unwrap_or(builtin == Builtin::RenamedAway),
         }
     }
 
@@ -391,22 +396,23 @@ impl Profile {
     pub fn new(server: &Server, environment: Environment) -> Profile {
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
+        let builtin = match (
+            server.has_builtin_msetex() || environment.builtin_listed == Some(true),
+            environment.callable.has(ServerCommand::Msetex),
+        ) {
+            (false, _) => Builtin::None,
+            (true, true) => Builtin::Serving,
+            (true, false) => Builtin::RenamedAway,
+        };
         Profile {
             redis_6,
             valkey: !redis,
-            keys: server.keys_declared(environment),
+            keys: server.keys_declared(environment, builtin),
             keynum_step: environment.keynum_step,
             in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
-            builtin: match (
-                server.has_builtin_msetex() || environment.builtin_listed == Some(true),
-                environment.callable.has(ServerCommand::Msetex),
-            ) {
-                (false, _) => Builtin::None,
-                (true, true) => Builtin::Serving,
-                (true, false) => Builtin::RenamedAway,
-            },
+            builtin,
             cluster: environment.cluster,
             fresh_lru_on_overwrite: redis && server.version < (7, 2, 0),
             past_deadline: if !redis && server.at_least((0, 0), (8, 0)) {

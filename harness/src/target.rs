@@ -32,6 +32,23 @@ pub struct Target {
 pub const RENAMED: &str = "msetex.ttl";
 
 static TARGET: OnceLock<Target> = OnceLock::new();
+static KEYNUM_STEP: OnceLock<Option<bool>> = OnceLock::new();
+
+/// Whether the server under test reads a keynum key spec with its step, as `COMMAND GETKEYS` of
+/// its own MSETEX answers on a server started once, without the module (`None`: no built-in).
+/// Not from the version: ../shared/servers/redis-keystep reports 8.6.3 but reads a keynum spec
+/// as Redis 7.0 to 8.4.3 did (only the first half of the keys, redis/redis#14657).
+pub fn reads_keynum_step() -> Option<bool> {
+    *KEYNUM_STEP.get_or_init(|| {
+        if !target().has_builtin_msetex() {
+            return None;
+        }
+        let server = crate::ServerConfig::without_module().start();
+        let call = ["COMMAND", "GETKEYS", "MSETEX", "2", "a", "v", "b", "v"];
+        let keys: Vec<String> = crate::raw_command(&call).query(&mut server.client()).ok()?;
+        Some(keys == ["a", "b"])
+    })
+}
 static BUILTINS: OnceLock<Vec<Target>> = OnceLock::new();
 
 /// The server under test, identified once per test binary from `--version`.

@@ -275,17 +275,29 @@ fn options_where_keys_come_from_key_specs() {
 }
 
 /// The keynum spec is exact only where the server said so; its version says nothing (the
-/// keystep build reports 8.6.3), and a server that could not be asked is taken as not reading it.
+/// keystep build reports 8.6.3). A server that could not be asked is taken as not reading it,
+/// but for one whose MSETEX is renamed away (then the load confirms it once registered).
 #[test]
 fn the_keynum_step_is_what_the_server_answered() {
     let io_threads = Environment {
         io_threads: Some(4),
         ..PLAIN
     };
-    for (answer, exact) in [(Some(true), true), (Some(false), false), (None, false)] {
+    let renamed = Environment {
+        callable: Callable::ALL.without(ServerCommand::Msetex),
+        ..io_threads
+    };
+    let cases = [
+        (Some(true), io_threads, true),
+        (Some(false), io_threads, false),
+        (None, io_threads, false),
+        (None, renamed, true),
+        (Some(false), renamed, false),
+    ];
+    for (answer, env, exact) in cases {
         let env = Environment {
             keynum_step: answer,
-            ..io_threads
+            ..env
         };
         let profile = Profile::new(&redis("8.6.3"), env);
         assert_eq!(profile.keynum_step, answer);
@@ -295,7 +307,8 @@ fn the_keynum_step_is_what_the_server_answered() {
                 moved: MovedKeys::Packed,
                 keynum_exact: exact
             },
-            "{answer:?}"
+            "{answer:?} {:?}",
+            profile.builtin
         );
     }
 }

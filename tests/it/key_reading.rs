@@ -8,15 +8,6 @@ use msetex_harness::*;
 
 const IO_THREADS: [u32; 2] = [1, 4];
 
-/// What the server answers about its own MSETEX's keys: `Some(true)` where
-/// it reads the keynum spec's step, `None` without a built-in.
-fn reads_the_keynum_step(server: &Server) -> Option<bool> {
-    let mut con = server.client();
-    let call = ["COMMAND", "GETKEYS", "MSETEX", "2", "a", "v", "b", "v"];
-    let keys: Vec<String> = raw_command(&call).query(&mut con).ok()?;
-    Some(keys == ["a", "b"])
-}
-
 fn with_io_threads(config: ServerConfig, io_threads: u32) -> ServerConfig {
     config.line(&format!("io-threads {io_threads}"))
 }
@@ -55,7 +46,7 @@ fn an_acl_key_pattern_sees_every_key_of_a_numkeys_call() {
             .contains("reads only the first half of the keys of its own MSETEX");
         assert_eq!(
             said,
-            reads_the_keynum_step(&server) == Some(false),
+            reads_keynum_step() == Some(false),
             "io-threads {io_threads}:\n{}",
             server.log()
         );
@@ -77,7 +68,7 @@ fn a_numkeys_call_across_two_slots_writes_nothing_in_cluster_mode() {
         assert_eq!(err(&mut con, &plain), crossslot, "io-threads {io_threads}");
         let with_ttl = [name, "2", "{a}1", "x", "{b}2", "y", "EX", "100"];
         let refused = err(&mut con, &with_ttl);
-        let exact = reads_the_keynum_step(&server) == Some(true);
+        let exact = reads_keynum_step() == Some(true);
         if target().routes_by_keys_read_before_filters(io_threads) && !exact {
             assert!(refused.contains("options cannot be routed"), "{refused}");
         } else {
@@ -100,7 +91,7 @@ fn where_the_step_is_read_the_keynum_spec_alone_declares_the_keys() {
     let server = with_io_threads(ServerConfig::numkeys(), 4)
         .line("slowlog-log-slower-than 0")
         .start();
-    let exact = reads_the_keynum_step(&server) == Some(true);
+    let exact = reads_keynum_step() == Some(true);
     let by_specs = target().keys_from_io_threads(4, false);
     if skip_unless(
         exact && by_specs,
@@ -131,6 +122,50 @@ fn where_the_step_is_read_the_keynum_spec_alone_declares_the_keys() {
         logged.iter().any(|args| args == &call),
         "the call as sent, options in place: {logged:?}"
     );
+}
+
+/// Beside its built-in renamed away, the server cannot be asked about the
+/// keynum step before the module registers; with keys from key specs only
+/// (io-threads) it is taken as read, and confirmed on the module's own
+/// command: the load goes on where the server reads every key (its calls
+/// with options then pass no filter), and is refused with one line naming
+/// the keys read where it reads half (redis-keystep).
+#[test]
+fn beside_a_renamed_builtin_the_load_confirms_the_keynum_step() {
+    if skip_unless(
+        target().keys_from_io_threads(4, false) && target().has_builtin_msetex(),
+        "a built-in MSETEX and keys from I/O threads outside cluster mode (Redis 8.4+)",
+    ) {
+        return;
+    }
+    let config = with_io_threads(ServerConfig::numkeys(), 4).line("rename-command MSETEX \"\"");
+    if reads_keynum_step() == Some(false) {
+        let log = config.start_expecting_failure();
+        let line = "not loaded: the server reads the keys of 'msetex.nk 2 {msetex}a 1 {msetex}b 2 \
+                    NX PX 100000' as [{msetex}a], not [{msetex}a {msetex}b]";
+        assert!(log.contains(line), "{log}");
+        return;
+    }
+    let server = config.start();
+    assert!(
+        server.log().contains("renamed away?): taken as yes"),
+        "{}",
+        server.log()
+    );
+    let mut con = server.client();
+    let call = [
+        target().numkeys_name(),
+        "2",
+        "a1",
+        "x",
+        "b1",
+        "y",
+        "EX",
+        "100",
+    ];
+    assert_eq!(exec(&mut con, &call).unwrap(), Value::Int(1));
+    let getkeys = [&["COMMAND", "GETKEYS"][..], &call].concat();
+    assert_eq!(q::<Vec<String>, _>(&mut con, &getkeys), ["a1", "b1"]);
 }
 
 /// COMMAND INFO of `name`: its flags and legacy key positions.
@@ -185,7 +220,7 @@ fn a_cluster_client_reading_command_routes_every_call_to_its_slot() {
                 (ServerConfig::default(), target().command_name())
             };
             let nodes = two_node_cluster(with_io_threads(config, io_threads));
-            let exact = reads_the_keynum_step(&nodes[0]) == Some(true);
+            let exact = reads_keynum_step() == Some(true);
             let calls: [Vec<&str>; 3] = if numkeys {
                 [
                     vec![name, "2", "{t}a", "1", "{t}b", "2"],

@@ -253,18 +253,24 @@ fn module_configs(mode: Replicate) -> Vec<(String, ServerConfig, Writes, String)
             target().command_name().to_owned(),
         ));
         // The NUMKEYS form: its keynum spec or the getkeys callback, or
-        // where neither describes it, the command filter moves its options
-        // in front of the pairs (Valkey, which routes a module command by
-        // its legacy key range).
-        list.push((
-            format!("NUMKEYS form, REPLICATE {}, {threads}", mode.arg()),
-            ServerConfig::numkeys().replicate(mode).line(&threads),
-            Writes::Numkeys,
-            target().numkeys_name().to_owned(),
-        ));
+        // where neither describes it, the command filter moves everything
+        // but the keys in front of them (Valkey, which routes a module
+        // command by its legacy key range). Where the server routes by keys
+        // read before any module and reads the keynum spec without its step
+        // (redis-keystep), calls with options are refused: nothing to move.
+        let step = reads_keynum_step();
+        if !target().routes_by_keys_read_before_filters(io_threads) || step == Some(true) {
+            list.push((
+                format!("NUMKEYS form, REPLICATE {}, {threads}", mode.arg()),
+                ServerConfig::numkeys().replicate(mode).line(&threads),
+                Writes::Numkeys,
+                target().numkeys_name().to_owned(),
+            ));
+        }
         // docs/OPERATIONS.md, *Servers with their own MSETEX*: the built-in renamed away, the
-        // module beside it under its own name.
-        if target().has_builtin_msetex() {
+        // module beside it under its own name (it does not load with io-threads where the server
+        // reads the keynum spec without its step: tests/it/key_reading.rs).
+        if target().has_builtin_msetex() && (io_threads == 1 || step == Some(true)) {
             list.push((
                 format!(
                     "NUMKEYS form, the built-in renamed away, REPLICATE {}, {threads}",

@@ -130,6 +130,43 @@ fn command_info_shows_the_key_specification() {
     );
 }
 
+/// The NUMKEYS form carries the built-in's tips (Redis 8.6.3's MSETEX:
+/// multi_shard, all_succeeded) beside its keynum specification, on every
+/// server with tips (7.0+); the TTL form carries none.
+#[test]
+fn command_info_of_the_numkeys_form_carries_the_builtins_tips() {
+    if skip_unless(
+        target().is_7_0_or_later(),
+        "command tips appeared in Redis 7.0",
+    ) {
+        return;
+    }
+    let tips = [
+        "request_policy:multi_shard",
+        "response_policy:all_succeeded",
+    ];
+    let server = ServerConfig::numkeys().start();
+    let mut con = server.client();
+    let name = target().numkeys_name();
+    let info = words(
+        &raw_command(&["COMMAND", "INFO", name])
+            .query(&mut con)
+            .unwrap(),
+    );
+    for tip in tips {
+        assert!(info.iter().any(|w| w == tip), "{tip} missing: {info:?}");
+    }
+    assert_eq!(after(&info, "type"), Some("index"), "{info:?}");
+    assert!(
+        info.iter().any(|w| w == "keynum"),
+        "a keynum spec: {info:?}"
+    );
+    let server = Server::start();
+    let mut con = server.client();
+    let info = words(&exec(&mut con, &["COMMAND", "INFO", "msetex"]).unwrap());
+    assert!(!info.iter().any(|w| tips.contains(&w.as_str())), "{info:?}");
+}
+
 #[test]
 fn command_name_load_argument() {
     let server = ServerConfig::default()

@@ -104,8 +104,11 @@ impl AclUser<'_> {
     /// command, its keys with their access flags, in one selector; a renamed-away name is refused.
     pub fn allows(&mut self, parts: &[&[Arg<'_>]]) -> bool {
         self.argv.clear();
-        self.argv
-            .extend(parts.iter().copied().flatten().map(|arg| arg.ptr));
+        // Part by part: each part's length is known, so no per-item capacity check (a flattened
+        // iterator's is not: per key, the check cost as much as the server's command lookup).
+        for part in parts {
+            self.argv.extend(part.iter().map(|arg| arg.ptr));
+        }
         let Ok(argc) = c_int::try_from(self.argv.len()) else {
             return false;
         };

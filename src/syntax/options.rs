@@ -153,5 +153,14 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
     if bytes.len() > 20 || !canonical || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(bytes).ok()?.parse().ok()
+    // Accumulated negative, so i64::MIN fits; every value of the batch passes here.
+    let negative = digits.len() < bytes.len();
+    let magnitude = digits.iter().try_fold(0i64, |n, digit| {
+        n.checked_mul(10)?.checked_sub(i64::from(digit - b'0'))
+    })?;
+    if negative {
+        Some(magnitude)
+    } else {
+        magnitude.checked_neg()
+    }
 }

@@ -350,11 +350,12 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         integer: bool,
         lfu: Option<i64>,
     ) -> Result<(), Abort> {
-        if self.batch.contains(key) || (self.batch.len() > 0 && self.batch.integers != integer) {
+        let bit = Batch::<K::Arg>::bit(key);
+        if self.batch.holds(bit, key) || (self.batch.len() > 0 && self.batch.integers != integer) {
             self.flush()?;
         }
         self.batch.integers = integer;
-        self.batch.push(key, value, lfu);
+        self.batch.push(bit, key, value, lfu);
         if self.batch.len() >= BATCH_MAX {
             self.flush()?;
         }
@@ -518,16 +519,17 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
 
     /// Whether `key` waits: the filter rules most out, a scan confirms (a needless flush costs).
     fn contains(&self, key: A) -> bool {
-        if self.len() == 0 {
-            return false;
-        }
-        let (word, mask) = Batch::bit(key);
+        self.len() > 0 && self.holds(Batch::bit(key), key)
+    }
+
+    /// [`Batch::contains`] with the key's filter bit already computed.
+    fn holds(&self, (word, mask): (usize, u64), key: A) -> bool {
         self.filter.get(word).is_some_and(|w| w & mask != 0)
             && self.keys().any(|waiting| waiting.as_ref() == key.as_ref())
     }
 
-    fn push(&mut self, key: A, value: A, lfu: Option<i64>) {
-        let (word, mask) = Batch::bit(key);
+    /// Adds a pair; `(word, mask)`: its key's filter bit.
+    fn push(&mut self, (word, mask): (usize, u64), key: A, value: A, lfu: Option<i64>) {
         if let Some(w) = self.filter.get_mut(word) {
             *w |= mask;
         }

@@ -12,6 +12,27 @@ use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 /// One pair of an MSET call with fresh values: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
+/// `RedisModule_Call`'s format for `count` pairs of fresh values between the head and the tail
+/// (`v`, `sb` per pair, `v`), with `!` where the command replicates itself; `None` for a count
+/// no call takes. Spelled out once (the integer batch's parts).
+fn fresh_format(bang: &str, count: usize) -> Option<&'static CStr> {
+    const SB: &str = "sbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsb\
+                      sbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsb";
+    static FORMATS: std::sync::OnceLock<[[CString; 7]; 2]> = std::sync::OnceLock::new();
+    let formats = FORMATS.get_or_init(|| {
+        [false, true].map(|bang| {
+            [1, 2, 4, 8, 16, 32, 64].map(|n: usize| {
+                let bang = if bang { "!" } else { "" };
+                let format = format!("{bang}v{}v", SB.get(..2 * n).unwrap_or_default());
+                CString::new(format).unwrap_or_default()
+            })
+        })
+    });
+    let index = (count.is_power_of_two() && count <= 64).then(|| count.trailing_zeros())?;
+    let row = formats.get(usize::from(bang == "!"))?;
+    row.get(usize::try_from(index).ok()?).map(CString::as_c_str)
+}
+
 /// The most pairs of `pairs` one call with fresh values takes: `RedisModule_Call` is variadic, so
 /// such a call is spelled out per size (64, 32, ... 1); a larger batch is written in parts.
 pub fn fresh_part(pairs: usize) -> usize {
@@ -101,16 +122,19 @@ impl<'call> Ctx<'call> {
         flat: &[Arg<'call>],
         tail: &[OwnedString],
     ) -> bool {
-        let fresh = |(k, v): (&Arg, &Arg)| (k.ptr, v.bytes.as_ptr().cast(), v.bytes.len());
-        let values = flat.iter().skip(1).step_by(2);
-        let chunk: Vec<FreshPair> = flat.iter().step_by(2).zip(values).map(fresh).collect();
-        let format = CString::new(format!("{bang}v{}v", "sb".repeat(chunk.len())));
-        let (Some(head), Ok(format)) = (head(chunk.len()), format) else {
+        let count = flat.len() / 2;
+        let (Some(format), Some(head)) = (fresh_format(bang, count), head(count)) else {
             return false;
         };
+        let mut pairs: [FreshPair; 64] = [(null_mut(), std::ptr::null(), 0); 64];
+        for (slot, pair) in pairs.iter_mut().zip(flat.chunks_exact(2)) {
+            if let [key, value] = pair {
+                *slot = (key.ptr, value.bytes.as_ptr().cast(), value.bytes.len());
+            }
+        }
+        let chunk = pairs.get(..count).unwrap_or_default();
         let mut tail = argv(tail, &[], &[]);
         let mut head_ptrs = argv(&head, &[], &[]);
-        let chunk = chunk.as_slice();
         // SAFETY: per arm "v" (live strings, len), "sb" per pair (live string, buf, len), "v".
         let reply = unsafe {
             call_fixed!(self, command.as_ptr(), format.as_ptr(), head_ptrs, chunk, tail;

@@ -150,17 +150,21 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
     let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
     // Only "0" may start with 0: this rejects "", "-", "-0", "01", "+1" (which `parse` takes).
     let canonical = bytes == b"0" || matches!(digits.first(), Some(b'1'..=b'9'));
-    if bytes.len() > 20 || !canonical || !digits.iter().all(u8::is_ascii_digit) {
+    if bytes.len() > 20 || !canonical {
         return None;
     }
-    // Accumulated negative, so i64::MIN fits; every value of the batch passes here.
-    let negative = digits.len() < bytes.len();
-    let magnitude = digits.iter().try_fold(0i64, |n, digit| {
-        n.checked_mul(10)?.checked_sub(i64::from(digit - b'0'))
-    })?;
-    if negative {
-        Some(magnitude)
+    // One pass: every value of a call comes here. 19 digits fit a u64 without overflow.
+    let mut magnitude: u64 = 0;
+    for digit in digits {
+        let value = digit.wrapping_sub(b'0');
+        if value > 9 {
+            return None;
+        }
+        magnitude = magnitude.checked_mul(10)?.checked_add(u64::from(value))?;
+    }
+    if digits.len() < bytes.len() {
+        0i64.checked_sub_unsigned(magnitude)
     } else {
-        magnitude.checked_neg()
+        i64::try_from(magnitude).ok()
     }
 }

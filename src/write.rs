@@ -195,14 +195,13 @@ enum Written {
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     fn pair(&mut self, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
-        // SET stores a canonical integer as `int` or shared, which no module API can produce. The
-        // built-in batch writes values SET would embed unopened (its lookup is the one access).
+        // SET stores a canonical integer as `int` or shared, which no module API can produce, and
+        // a short value embedded with its key, which the key API cannot leave in place: the batch
+        // writes those unopened (its lookup is the one access; KEEPTTL: the key's TTL decides).
         let integer = parse_i64(value.as_ref()).is_some();
         let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
-            || (self.batching == Batching::Builtin
-                && self.deadline.expiry() != Expiry::Keep
-                && self.embeds(key, value, false));
+            || (self.deadline.expiry() != Expiry::Keep && self.embeds(key, value, false));
         if batch_only {
             return self.defer(key, value, integer, None);
         }

@@ -37,6 +37,7 @@
 //! `statistics`, `targets` (the targets file and the verdicts), `report`
 //! (docs/BENCHMARKS.md, the README block) and `machine`.
 
+mod instr;
 mod machine;
 mod options;
 mod pinning;
@@ -46,6 +47,7 @@ mod run;
 mod statistics;
 mod targets;
 
+use msetex_harness::Target;
 use pinning::Pinning;
 use report::Report;
 use run::experiments::{acl_load, big_call, classic_experiment, memory_per_key, BigCall};
@@ -56,9 +58,12 @@ fn main() {
     let options = options::parse_options();
     // Read first: a malformed targets file stops the run before it starts.
     let targets = Targets::load();
-    // So is a missing floor module (bench/floor), before any server starts.
-    run::floor_module();
     let servers = plan::servers(&options);
+    if options.instr {
+        // So is a missing floor module (bench/floor), before any server starts.
+        run::floor_module();
+        return instructions(options, servers, &targets);
+    }
     let groups = plan::groups(servers);
     let runs = plan::run_count(&groups, servers, &options);
     let mut bench = Bench::new(options, servers, Pinning::detect(), runs);
@@ -83,6 +88,43 @@ fn main() {
     let acl = acl_load(&bench);
     let report = Report::new(&bench, big_calls, classic, memory, acl);
     write_report(&bench, &report, &targets);
+}
+
+/// `--instr`: every server under callgrind; the section of `--out` and of `--profile`; with
+/// `--gate`, exits 1 when a target is missed.
+fn instructions(options: options::Options, servers: &'static [Target], targets: &Targets) {
+    let dirs: Vec<_> = servers.iter().map(instr::under_callgrind).collect();
+    let wrapped = dirs
+        .iter()
+        .map(|(target, _)| target.clone())
+        .collect::<Vec<_>>();
+    let wrapped: &'static [Target] = Box::leak(wrapped.into_boxed_slice());
+    let mut progress = run::Progress::new(instr::phase_count(servers));
+    let bench = Bench::new(options, wrapped, Pinning::Off("callgrind".into()), 0);
+    let mut measured = instr::Instr::default();
+    for (index, (_, dir)) in dirs.iter().enumerate() {
+        instr::measure_server(&bench, &mut measured, &mut progress, index, dir);
+    }
+    let goals = targets::goals::instr_goals(&measured, servers, targets);
+    let mut about = machine::machine(&bench);
+    about.retain(|(what, _)| !matches!(*what, "client" | "CPU pinning"));
+    let block = measured.markdown(servers, &about, &goals);
+    println!("{block}");
+    report::splice_file(&bench.options.out, &block);
+    if bench.options.profile != "-" {
+        let missed = targets::goals::missed_floors(&measured, servers, targets);
+        report::splice_file(
+            &bench.options.profile,
+            &measured.profile_markdown(servers, &missed),
+        );
+    }
+    let missed: Vec<_> = goals.iter().filter(|goal| !goal.holds).collect();
+    if bench.options.gate && !missed.is_empty() {
+        for goal in missed {
+            eprintln!("missed: {} ({})", goal.what, goal.measured);
+        }
+        std::process::exit(1);
+    }
 }
 
 /// Prints the report, writes it to `--out`, then updates the README block.

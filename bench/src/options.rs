@@ -1,5 +1,7 @@
 //! The command line, parsed by hand: `--quick`, `--rounds N`, `--keys N`,
-//! `--no-matrix`, `--out PATH`, `--readme PATH` ("-": leave it alone).
+//! `--no-matrix`, `--out PATH`, `--readme PATH` ("-": leave it alone), `--instr` (instructions
+//! per key under callgrind), `--gate` (the same, exiting 1 when a target is missed),
+//! `--profile PATH` (where `--instr` writes its profile; "-": nowhere).
 
 pub struct Options {
     pub quick: bool,
@@ -8,6 +10,9 @@ pub struct Options {
     pub matrix: bool,
     pub out: String,
     pub readme: String,
+    pub instr: bool,
+    pub gate: bool,
+    pub profile: String,
 }
 
 impl Default for Options {
@@ -19,6 +24,9 @@ impl Default for Options {
             matrix: true,
             out: "docs/BENCHMARKS.md".into(),
             readme: "README.md".into(),
+            instr: false,
+            gate: false,
+            profile: "docs/PROFILE.md".into(),
         }
     }
 }
@@ -46,6 +54,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Options {
             "--no-matrix" => options.matrix = false,
             "--out" => options.out = value(),
             "--readme" => options.readme = value(),
+            "--instr" => options.instr = true,
+            "--gate" => (options.instr, options.gate) = (true, true),
+            "--profile" => options.profile = value(),
             _ => panic!("unknown option {flag}"),
         }
     }

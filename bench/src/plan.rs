@@ -98,6 +98,50 @@ impl Values {
     }
 }
 
+/// Key names of the instruction bench: `k:N`, or `k:` and 12 digits (what `make bench` uses).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Keys {
+    Short,
+    Long,
+}
+
+/// A regime of the instruction bench: keys and values.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub struct Regime {
+    pub keys: Keys,
+    pub values: Values,
+}
+
+impl Regime {
+    pub fn label(self) -> &'static str {
+        match (self.keys, self.values) {
+            (Keys::Short, _) => "short keys, 32 B",
+            (_, Values::Small) => "long keys, 32 B",
+            (_, Values::Integer) => "integers",
+            (_, Values::Large) => "1 KB values",
+        }
+    }
+}
+
+pub const REGIMES: [Regime; 4] = [
+    Regime {
+        keys: Keys::Short,
+        values: Values::Small,
+    },
+    Regime {
+        keys: Keys::Long,
+        values: Values::Small,
+    },
+    Regime {
+        keys: Keys::Long,
+        values: Values::Integer,
+    },
+    Regime {
+        keys: Keys::Long,
+        values: Values::Large,
+    },
+];
+
 /// One table row: everything but the variant.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub struct Row {
@@ -121,6 +165,9 @@ pub enum Variant {
     /// `floor.events`: the floor plus what correctness needs (keyspace
     /// events, the modified-key signal, the change count).
     FloorEvents,
+    /// `floor.mset`: MSET of the pairs through the module API, then each deadline: SET's
+    /// encodings (`int`, embedded values) where the key API cannot give them.
+    FloorMset,
 }
 
 /// The servers: the one under test first, then the matrix.
@@ -207,19 +254,6 @@ pub fn groups(servers: &[Target]) -> Vec<Vec<Setup>> {
     list
 }
 
-/// Whether a setup's server loads the floor module (bench/floor) beside the
-/// module: the setups without persistence, whose 100-key rows measure it.
-pub fn loads_floor(setup: Setup) -> bool {
-    setup.persistence == Persistence::None
-}
-
-/// Whether a row measures the module API's floor: the TTL form without
-/// persistence at 100 keys per call (on the server under test, every value
-/// kind; elsewhere the one row of each workload, the "Every server" rows).
-pub fn measures_floor(row: Row) -> bool {
-    loads_floor(row.setup) && row.setup.form == Form::Ttl && row.batch == 100
-}
-
 /// The variants of a row.
 pub fn variants(row: Row, servers: &[Target]) -> Vec<Variant> {
     let setup = row.setup;
@@ -232,9 +266,6 @@ pub fn variants(row: Row, servers: &[Target]) -> Vec<Variant> {
             list.push(Variant::Lua);
         }
         list.push(Variant::Setex);
-    }
-    if measures_floor(row) {
-        list.extend([Variant::Floor, Variant::FloorEvents]);
     }
     list
 }
@@ -282,18 +313,11 @@ pub(crate) mod tests {
             rounds: 2,
             ..Options::default()
         };
-        // TTL form: 6 rows x (module, MSET, Lua, SETEX), and the two floors
-        // in the 6 rows of batch 100 (every row, quick); NUMKEYS form: 4 x 2;
+        // TTL form: 6 rows x (module, MSET, Lua, SETEX); NUMKEYS form: 4 x 2;
         // AOF, replica (two modes each) and cluster: 4 x (module, MSET, SETEX).
-        assert_eq!(
-            run_count(&groups, &servers, &quick),
-            (24 + 12 + 8 + 5 * 12) * 2
-        );
+        assert_eq!(run_count(&groups, &servers, &quick), (24 + 8 + 5 * 12) * 2);
         let full = Options::default();
-        assert_eq!(
-            run_count(&groups, &servers, &full),
-            (48 + 12 + 8 + 5 * 12) * 7
-        );
+        assert_eq!(run_count(&groups, &servers, &full), (48 + 8 + 5 * 12) * 7);
     }
 
     #[test]
@@ -319,65 +343,5 @@ pub(crate) mod tests {
                 Variant::Setex
             ]
         );
-    }
-
-    #[test]
-    fn the_floor_runs_without_persistence_at_100_keys_only() {
-        let servers = [
-            server(Product::Redis, (7, 0, 15)),
-            server(Product::Redis, (8, 6, 3)),
-        ];
-        let options = Options::default();
-        let floors = |row: &Row| {
-            variants(*row, &servers)
-                .iter()
-                .filter(|v| matches!(v, Variant::Floor | Variant::FloorEvents))
-                .count()
-        };
-        let mut measured = Vec::new();
-        for setup in groups(&servers).into_iter().flatten() {
-            for row in rows_of(setup, &options) {
-                match floors(&row) {
-                    0 => assert!(!measures_floor(row), "{row:?}"),
-                    2 => measured.push(row),
-                    n => panic!("{n} floor variants in {row:?}"),
-                }
-            }
-        }
-        // The server under test: 32 B, integer and 1024 B at batch 100, both
-        // workloads; the matrix server: its two no-persistence rows.
-        let on = |server| measured.iter().filter(|r| r.setup.server == server).count();
-        assert_eq!((on(0), on(1)), (6, 2));
-        assert!(measured.iter().all(|row| row.batch == 100
-            && row.setup.form == Form::Ttl
-            && row.setup.persistence == Persistence::None));
-        // Measured in the same rounds as the others, after them.
-        let row = rows_of(Setup::plain(1), &options)[0];
-        assert_eq!(
-            variants(row, &servers),
-            [
-                Variant::Module,
-                Variant::Mset,
-                Variant::Builtin,
-                Variant::Setex,
-                Variant::Floor,
-                Variant::FloorEvents
-            ]
-        );
-        // The NUMKEYS server loads it too (identical servers for the
-        // NUMKEYS / TTL comparison) but measures no floor.
-        let numkeys = Setup {
-            form: Form::Numkeys,
-            ..Setup::plain(0)
-        };
-        assert!(loads_floor(numkeys));
-        assert!(rows_of(numkeys, &options)
-            .iter()
-            .all(|row| floors(row) == 0));
-        let aof = Setup {
-            persistence: Persistence::Aof,
-            ..Setup::plain(0)
-        };
-        assert!(!loads_floor(aof));
     }
 }

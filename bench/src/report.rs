@@ -2,13 +2,14 @@
 //! Markdown of docs/BENCHMARKS.md (`markdown`) and the block of README.md
 //! between the bench markers (`readme`).
 
+pub mod instr;
 mod markdown;
 mod readme;
 
 use crate::plan::*;
 use crate::run::experiments::{AclLoad, BigCall, Memory};
 use crate::run::{Bench, Sample};
-use crate::statistics::{median, median_ratio, ratio_spread, Spread};
+use crate::statistics::{median, median_ratio};
 use msetex_harness::Replicate;
 use std::collections::BTreeMap;
 
@@ -21,12 +22,10 @@ pub struct Report {
     pub memory: Memory,
     pub acl_load: AclLoad,
     pub failed_calls: u64,
-    /// (row, numerator, denominator) -> median within-round ratio of server
-    /// time per key
+    /// (row, numerator, denominator) -> median within-round ratio of server time per key: the
+    /// process's CPU time where pipelined SETEX is either side (100 commands against one
+    /// call), INFO commandstats elsewhere (one call against one call)
     ratios: BTreeMap<(Row, Variant, Variant), f64>,
-    /// (row, numerator, denominator) -> the within-round ratios of server
-    /// time per key over the rounds (median, lowest, highest, rounds)
-    spreads: BTreeMap<(Row, Variant, Variant), Spread>,
     /// (row, variant) -> median within-round ratio to MSET of keys/s
     rate_ratios: BTreeMap<(Row, Variant), f64>,
     /// (workload, values) -> median within-round ratio of the NUMKEYS
@@ -50,7 +49,6 @@ impl Report {
             acl_load,
             failed_calls: failed_calls(bench),
             ratios: BTreeMap::new(),
-            spreads: BTreeMap::new(),
             rate_ratios: BTreeMap::new(),
             numkeys_vs_ttl: numkeys_vs_ttl(bench),
         };
@@ -68,6 +66,7 @@ impl Report {
             Sample {
                 keys_per_sec: med(|s| s.keys_per_sec),
                 server_us_per_key: med(|s| s.server_us_per_key),
+                cpu_us_per_key: med(|s| s.cpu_us_per_key),
                 p50_ms: med(|s| s.p50_ms),
                 p99_ms: med(|s| s.p99_ms),
                 failed: samples.iter().map(|s| s.failed).sum(),
@@ -78,17 +77,18 @@ impl Report {
             Variant::Builtin,
             Variant::Lua,
             Variant::Setex,
-            Variant::FloorEvents,
         ] {
-            let spread = per_round(bench, row, variant, den, |s| s.server_us_per_key);
-            if spread.median.is_finite() {
-                self.ratios.insert((row, variant, den), spread.median);
-                self.spreads.insert((row, variant, den), spread);
+            let ratio = match variant == Variant::Setex || den == Variant::Setex {
+                true => per_round(bench, row, variant, den, |s| s.cpu_us_per_key),
+                false => per_round(bench, row, variant, den, |s| s.server_us_per_key),
+            };
+            if ratio.is_finite() {
+                self.ratios.insert((row, variant, den), ratio);
             }
         }
         self.rate_ratios.insert(
             (row, variant),
-            per_round(bench, row, variant, Variant::Mset, |s| s.keys_per_sec).median,
+            per_round(bench, row, variant, Variant::Mset, |s| s.keys_per_sec),
         );
     }
 
@@ -98,15 +98,6 @@ impl Report {
             .get(&(row, Variant::Module, den))
             .copied()
             .unwrap_or(f64::NAN)
-    }
-
-    /// The within-round ratios of `num` to `den` in the row given: median,
-    /// lowest, highest and rounds (no round when either never ran).
-    pub fn spread(&self, row: Row, num: Variant, den: Variant) -> Spread {
-        self.spreads
-            .get(&(row, num, den))
-            .copied()
-            .unwrap_or(Spread::NONE)
     }
 
     /// The rows of the server under test, batch 100, TTL form, both workloads.
@@ -130,18 +121,33 @@ impl Report {
     }
 }
 
-/// The within-round ratios of `f` between two variants of a row: median,
-/// lowest, highest, rounds.
-fn per_round(bench: &Bench, row: Row, num: Variant, den: Variant, f: fn(&Sample) -> f64) -> Spread {
+/// `text` with the part from `start` to `end` (both included) replaced by `block`; None unless
+/// `text` has both markers.
+pub fn splice(text: &str, start: &str, end: &str, block: &str) -> Option<String> {
+    let (from, to) = (text.find(start)?, text.find(end)? + end.len());
+    Some(format!("{}{block}{}", &text[..from], &text[to..]))
+}
+
+/// Puts `block` (instr markers included) in place of the file's marked part, or at its end.
+pub fn splice_file(path: &str, block: &str) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = splice(&text, instr::START, instr::END, block)
+        .unwrap_or_else(|| format!("{text}{}{block}\n", if text.is_empty() { "" } else { "\n" }));
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {path}: {e}"));
+    eprintln!("wrote the instruction section of {path}");
+}
+
+/// The median of the within-round ratios of `f` between two variants of a row.
+fn per_round(bench: &Bench, row: Row, num: Variant, den: Variant, f: fn(&Sample) -> f64) -> f64 {
     let (Some(a), Some(b)) = (
         bench.samples.get(&(row, num)),
         bench.samples.get(&(row, den)),
     ) else {
-        return Spread::NONE;
+        return f64::NAN;
     };
     let a: Vec<f64> = a.iter().map(f).collect();
     let b: Vec<f64> = b.iter().map(f).collect();
-    ratio_spread(&a, &b)
+    median_ratio(&a, &b)
 }
 
 /// (workload, values) -> the NUMKEYS form's server time per key over the
@@ -207,15 +213,8 @@ impl Report {
             },
             failed_calls: 0,
             ratios: BTreeMap::new(),
-            spreads: BTreeMap::new(),
             rate_ratios: BTreeMap::new(),
             numkeys_vs_ttl: BTreeMap::new(),
         }
-    }
-
-    /// Records a within-round ratio as if measured.
-    pub fn set_spread(&mut self, row: Row, num: Variant, den: Variant, spread: Spread) {
-        self.ratios.insert((row, num, den), spread.median);
-        self.spreads.insert((row, num, den), spread);
     }
 }

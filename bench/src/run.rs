@@ -16,12 +16,13 @@ use std::path::PathBuf;
 
 pub use progress::{minutes, Progress};
 
-/// The floor module's commands (bench/floor): the bare job through the
-/// module API, and the same with what correctness needs.
-pub const FLOOR_BARE: &str = "floor.bare";
-pub const FLOOR_EVENTS: &str = "floor.events";
-/// The command `floor.events` calls once per call to count its changes.
-const FLOOR_COUNT: &str = "floor.count";
+/// The floor module's commands (bench/floor, `--instr`): the bare job through the module API,
+/// the same with what correctness needs, and the same through MSET (SET's encodings).
+const FLOORS: [(Variant, &str); 3] = [
+    (Variant::Floor, "floor.bare"),
+    (Variant::FloorEvents, "floor.events"),
+    (Variant::FloorMset, "floor.mset"),
+];
 
 const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
      for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ttl) end\n\
@@ -32,6 +33,8 @@ const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
 pub struct Sample {
     pub keys_per_sec: f64,
     pub server_us_per_key: f64,
+    /// The server process's CPU time (INFO cpu, user and system) over the run, per key.
+    pub cpu_us_per_key: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub failed: u64,
@@ -43,6 +46,7 @@ impl Sample {
         Sample {
             keys_per_sec: f64::NAN,
             server_us_per_key: f64::NAN,
+            cpu_us_per_key: f64::NAN,
             p50_ms: f64::NAN,
             p99_ms: f64::NAN,
             failed: 0,
@@ -75,14 +79,14 @@ struct Csv {
     requests_per_sec: f64,
 }
 
-/// The floor module, built by `make bench` (`cargo build --release -p
+/// The floor module, built by `make bench-instr` (`cargo build --release -p
 /// msetex-floor`): `MSETEX_FLOOR`, or target/release/libmsetex_floor.so.
 /// Panics, saying how to build it, when the file is missing.
 pub fn floor_module() -> PathBuf {
     built_library(
         "MSETEX_FLOOR",
         "libmsetex_floor.so",
-        "run `cargo build --release --locked -p msetex-floor`, as make bench does",
+        "run `cargo build --release --locked -p msetex-floor`, as make bench-instr does",
     )
 }
 
@@ -134,9 +138,12 @@ impl Bench {
             .binary(self.server(setup))
             .module_args(&args)
             .line("repl-diskless-sync-delay 0");
-        if loads_floor(setup) {
-            // After the module's own line: both in the same server.
-            config = config.line(&format!("loadmodule {}", floor_module().display()));
+        if self.options.instr {
+            // After the module's own line: both in the same server. jemalloc's purging thread
+            // wakes up on a clock: its instructions would vary.
+            config = config
+                .line(&format!("loadmodule {}", floor_module().display()))
+                .line("jemalloc-bg-thread no");
         }
         match setup.persistence {
             Persistence::Aof => config.line("appendonly yes").line("appendfsync everysec"),
@@ -257,20 +264,29 @@ impl Bench {
             Variant::Lua => "Lua SET EX loop".to_owned(),
             Variant::Setex => "SETEX pipelined".to_owned(),
             Variant::Floor => "floor (floor.bare)".to_owned(),
-            Variant::FloorEvents => "floor + events (floor.events)".to_owned(),
+            _ => FLOORS
+                .iter()
+                .find(|(v, _)| *v == variant)
+                .unwrap()
+                .1
+                .to_owned(),
         }
     }
 
     /// The command whose INFO commandstats entry measures `variant`.
-    fn stat(&self, setup: Setup, variant: Variant) -> String {
+    pub(crate) fn stat(&self, setup: Setup, variant: Variant) -> String {
         match variant {
             Variant::Module => self.module_name(setup).to_ascii_lowercase(),
             Variant::Mset => "mset".to_owned(),
             Variant::Builtin => "msetex".to_owned(),
             Variant::Lua => "evalsha".to_owned(),
             Variant::Setex => "setex".to_owned(),
-            Variant::Floor => FLOOR_BARE.to_owned(),
-            Variant::FloorEvents => FLOOR_EVENTS.to_owned(),
+            _ => FLOORS
+                .iter()
+                .find(|(v, _)| *v == variant)
+                .unwrap()
+                .1
+                .to_owned(),
         }
     }
 
@@ -307,15 +323,9 @@ impl Bench {
         let pairs = || (0..row.batch).flat_map(|_| [key.clone(), value.clone()]);
         let mut args: Vec<String> = Vec::new();
         match variant {
-            Variant::Module if row.setup.form == Form::Ttl => {
-                args.extend([self.module_name(row.setup).to_owned(), TTL.to_owned()]);
-                args.extend(pairs());
-            }
-            Variant::Floor | Variant::FloorEvents => {
-                args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
-                args.extend(pairs());
-            }
-            Variant::Module | Variant::Builtin => {
+            Variant::Module | Variant::Builtin
+                if variant == Variant::Builtin || row.setup.form == Form::Numkeys =>
+            {
                 let name = match variant {
                     Variant::Module => self.module_name(row.setup),
                     _ => "MSETEX",
@@ -346,6 +356,11 @@ impl Bench {
                     value.clone(),
                 ]);
             }
+            // The module's TTL form (and the floors, which take the same arguments).
+            _ => {
+                args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
+                args.extend(pairs());
+            }
         }
         args
     }
@@ -367,20 +382,16 @@ impl Bench {
         self.prepare(running, row.setup, row.workload, &row.values.value());
         let args = self.command_args(running, row, variant);
         let (requests, pipeline, keys_per_request) = self.shape(row, variant);
+        let cpu_before = cpu_seconds(&mut running.con);
         let csv = self.redis_benchmark(running, row.workload, requests, pipeline, &args)?;
+        let cpu = cpu_seconds(&mut running.con) - cpu_before;
         let stat = self.stat(row.setup, variant);
         let stats = command_stats(&mut running.con, &stat)
             .ok_or_else(|| format!("no commandstats for {stat}"))?;
         let mut failed = stats.failed;
-        // What the variant runs inside: the Lua loop's SETs, the floor's
-        // change count.
-        let inner = match variant {
-            Variant::Lua => Some("set"),
-            Variant::FloorEvents => Some(FLOOR_COUNT),
-            _ => None,
-        };
-        if let Some(inner) = inner {
-            failed += command_stats(&mut running.con, inner).map_or(0, |s| s.failed);
+        // The Lua loop's SETs fail inside EVALSHA.
+        if variant == Variant::Lua {
+            failed += command_stats(&mut running.con, "set").map_or(0, |s| s.failed);
         }
         if stats.calls == 0 {
             return Err(format!("{stat} was never called"));
@@ -388,6 +399,7 @@ impl Bench {
         Ok(Sample {
             keys_per_sec: csv.requests_per_sec * keys_per_request as f64,
             server_us_per_key: stats.usec_per_call / keys_per_request as f64,
+            cpu_us_per_key: cpu * 1e6 / (requests * keys_per_request) as f64,
             p50_ms: csv.p50_ms,
             p99_ms: csv.p99_ms,
             failed,
@@ -435,6 +447,15 @@ impl Bench {
 /// paid for the last round's new keys: MSETEX / floor 1.1-1.9x on Valkey 8.0-9.1 overwrite).
 pub fn flush_now(con: &mut Connection) {
     q::<(), _>(con, &["FLUSHALL", "SYNC"]);
+}
+
+/// The server process's CPU time so far (INFO cpu: user and system), in seconds.
+fn cpu_seconds(con: &mut Connection) -> f64 {
+    ["used_cpu_user", "used_cpu_sys"]
+        .map(|field| info_field(con, "cpu", field).and_then(|v| v.parse().ok()))
+        .into_iter()
+        .map(|seconds: Option<f64>| seconds.unwrap_or(f64::NAN))
+        .sum()
 }
 
 /// Makes a one-node cluster own every slot and waits until it says ok.

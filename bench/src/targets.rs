@@ -282,25 +282,17 @@ mod tests {
     }
 
     #[test]
-    fn the_floor_targets_parse_and_are_known() {
-        let text = "no-builtin.no-persistence.msetex/floor-events.overwrite  at-most  1.1  # why\n\
-                    no-builtin.no-persistence.msetex/floor-events.fresh at-most 1.05\n\
-                    redis62.no-persistence.msetex/floor-events.fresh at-most 1.25\n\
-                    redis62.no-persistence.msetex/setex.fresh at-most 0.99\n\
-                    main.one-call-10000-keys.msetex/floor-events.overwrite at-most 110%\n";
+    fn the_instruction_targets_parse_and_are_known() {
+        let text = "others.instructions.msetex/floor.overwrite  at-most  1.1  # why\n\
+                    redis70.instructions.msetex/floor.fresh at-most 1.1\n\
+                    builtin.instructions.module/builtin.fresh at-most 115%\n\
+                    every.instructions-10000-keys.msetex/floor.overwrite at-most 1.1\n";
         let targets = Targets::parse(text).unwrap();
         for (name, value) in [
-            (
-                "no-builtin.no-persistence.msetex/floor-events.overwrite",
-                1.1,
-            ),
-            ("no-builtin.no-persistence.msetex/floor-events.fresh", 1.05),
-            ("redis62.no-persistence.msetex/floor-events.fresh", 1.25),
-            ("redis62.no-persistence.msetex/setex.fresh", 0.99),
-            (
-                "main.one-call-10000-keys.msetex/floor-events.overwrite",
-                1.1,
-            ),
+            ("others.instructions.msetex/floor.overwrite", 1.1),
+            ("redis70.instructions.msetex/floor.fresh", 1.1),
+            ("builtin.instructions.module/builtin.fresh", 1.15),
+            ("every.instructions-10000-keys.msetex/floor.overwrite", 1.1),
         ] {
             assert_eq!(targets.at_most(name), value, "{name}");
             assert!(
@@ -308,12 +300,11 @@ mod tests {
                 "{name} is not a name the report knows"
             );
         }
-        // The targets they replace are gone.
+        // The wall-clock floor targets they replace are gone.
         for name in [
-            "main.no-persistence.msetex/mset.overwrite",
-            "main.no-persistence.msetex/mset.fresh",
-            "session.no-persistence.msetex/mset.overwrite",
-            "main.one-call-refreshing-10000-keys.msetex/mset",
+            "no-builtin.no-persistence.msetex/floor-events.overwrite",
+            "redis62.no-persistence.msetex/floor-events.fresh",
+            "main.one-call-10000-keys.msetex/floor-events.overwrite",
         ] {
             assert!(
                 goals::NAMES.iter().all(|(known, _)| *known != name),

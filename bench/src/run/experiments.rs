@@ -1,12 +1,13 @@
 //! The experiments outside the redis-benchmark rows: one call of 10,000
-//! keys against one MSET and one `floor.events` of them, the PHP experiment the project started
+//! keys against one MSET of them, the PHP experiment the project started
 //! from, memory per key against SET ... EX, and ACL LOAD of 2,000 users
 //! with and without the module.
 
 use super::commandstats::command_stats;
-use super::{flush_now, Bench, FLOOR_EVENTS};
+use super::{flush_now, Bench};
+use crate::instr::BIG_CALL;
 use crate::plan::{Setup, Values, TTL};
-use crate::statistics::{median, median_ratio, ratio_spread, Spread};
+use crate::statistics::{median, median_ratio};
 use msetex_harness::{info_field, q, Connection, ServerConfig, TempDir};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -14,12 +15,9 @@ use std::time::Instant;
 // ---------------------------------------------------------------------------
 // One call of 10,000 keys
 
-const BIG_CALL: usize = 10_000;
-
-/// Server time of one call of 10,000 keys, MSETEX against MSET and against
-/// the floor with events (`floor.events`) of the same pairs, on new keys and
-/// on keys that exist with a TTL (same-length values: a session store's
-/// refresh). Medians over rounds.
+/// Server time of one call of 10,000 keys, MSETEX against MSET of the same pairs, on new keys
+/// and on keys that exist with a TTL (same-length values: a session store's refresh). Medians
+/// over rounds.
 #[derive(Clone, Copy, Debug)]
 pub struct BigCall {
     /// (MSETEX, MSET) µs, new keys.
@@ -29,23 +27,10 @@ pub struct BigCall {
     /// Median within-round ratios MSETEX / MSET.
     pub new_ratio: f64,
     pub refresh_ratio: f64,
-    /// floor.events µs: (new keys, refresh).
-    pub floor_us: (f64, f64),
-    /// MSETEX / floor.events within each round: new keys, refresh.
-    pub new_floor: Spread,
-    pub refresh_floor: Spread,
 }
 
-/// What one 10,000-key call runs.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum BigCaller {
-    Module,
-    Mset,
-    FloorEvents,
-}
-
-/// Server times (µs) of the one call, by (refresh, caller), one per round.
-type BigCallSamples = BTreeMap<(bool, BigCaller), Vec<f64>>;
+/// Server times (µs) of the one call, by (refresh, MSETEX rather than MSET), one per round.
+type BigCallSamples = BTreeMap<(bool, bool), Vec<f64>>;
 
 pub fn big_call(bench: &Bench, server: usize) -> BigCall {
     let setup = Setup::plain(server);
@@ -57,25 +42,14 @@ pub fn big_call(bench: &Bench, server: usize) -> BigCall {
 
 /// Medians and within-round ratios of the samples.
 fn big_call_figures(samples: &BigCallSamples) -> BigCall {
-    let get = |refresh, caller| samples.get(&(refresh, caller)).cloned().unwrap_or_default();
-    let ratio = |refresh, den| ratio_spread(&get(refresh, BigCaller::Module), &get(refresh, den));
-    let us = |refresh| {
-        (
-            median(get(refresh, BigCaller::Module)),
-            median(get(refresh, BigCaller::Mset)),
-        )
-    };
+    let get = |refresh, module| samples.get(&(refresh, module)).cloned().unwrap_or_default();
+    let us = |refresh| (median(get(refresh, true)), median(get(refresh, false)));
+    let ratio = |refresh| median_ratio(&get(refresh, true), &get(refresh, false));
     BigCall {
         new_us: us(false),
         refresh_us: us(true),
-        new_ratio: ratio(false, BigCaller::Mset).median,
-        refresh_ratio: ratio(true, BigCaller::Mset).median,
-        floor_us: (
-            median(get(false, BigCaller::FloorEvents)),
-            median(get(true, BigCaller::FloorEvents)),
-        ),
-        new_floor: ratio(false, BigCaller::FloorEvents),
-        refresh_floor: ratio(true, BigCaller::FloorEvents),
+        new_ratio: ratio(false),
+        refresh_ratio: ratio(true),
     }
 }
 
@@ -99,28 +73,22 @@ fn time_big_calls(con: &mut Connection, name: &str, rounds: usize) -> BigCallSam
     let mut samples = BigCallSamples::new();
     for round in 0..rounds {
         for refresh in [false, true] {
-            for caller in [BigCaller::Module, BigCaller::Mset, BigCaller::FloorEvents] {
+            for module in [true, false] {
                 flush_now(con);
                 if refresh {
                     // Every key exists with a TTL and a value of the same length.
                     call(name, true, round + 1).query::<()>(con).expect("seed");
                 }
                 q::<(), _>(con, &["CONFIG", "RESETSTAT"]);
-                let (command, ttl) = match caller {
-                    BigCaller::Module => (name, true),
-                    BigCaller::Mset => ("MSET", false),
-                    BigCaller::FloorEvents => (FLOOR_EVENTS, true),
-                };
+                let command = if module { name } else { "MSET" };
                 let stat = command.to_ascii_lowercase();
-                call(command, ttl, round)
+                call(command, module, round)
                     .query::<()>(con)
                     .expect("the 10,000-key call");
                 let stats = command_stats(con, &stat).expect("commandstats");
                 assert_eq!(stats.calls, 1, "{stat}");
-                samples
-                    .entry((refresh, caller))
-                    .or_default()
-                    .push(stats.usec_per_call);
+                let times = samples.entry((refresh, module)).or_default();
+                times.push(stats.usec_per_call);
             }
         }
     }
@@ -343,35 +311,16 @@ mod tests {
     #[test]
     fn the_big_call_figures() {
         let mut samples = BigCallSamples::new();
-        let mut put = |refresh, caller, us: &[f64]| {
-            samples.insert((refresh, caller), us.to_vec());
-        };
-        put(false, BigCaller::Module, &[110.0, 120.0, 100.0]);
-        put(false, BigCaller::Mset, &[50.0, 60.0, 40.0]);
-        put(false, BigCaller::FloorEvents, &[100.0, 100.0, 100.0]);
-        put(true, BigCaller::Module, &[90.0, 99.0, 80.0]);
-        put(true, BigCaller::Mset, &[60.0, 60.0, 60.0]);
-        // A round whose floor call failed counts not.
-        put(true, BigCaller::FloorEvents, &[100.0, 90.0, f64::NAN]);
+        samples.insert((false, true), vec![110.0, 120.0, 100.0]);
+        samples.insert((false, false), vec![50.0, 60.0, 40.0]);
+        samples.insert((true, true), vec![90.0, 99.0, 80.0]);
+        // A round whose MSET failed counts not.
+        samples.insert((true, false), vec![60.0, 60.0, f64::NAN]);
         let call = big_call_figures(&samples);
         assert_eq!(call.new_us, (110.0, 50.0));
         assert_eq!(call.refresh_us, (90.0, 60.0));
-        // Within rounds: 2.2, 2.0, 2.5; 1.5, 1.65, 1.333.
+        // Within rounds: 2.2, 2.0, 2.5; 1.5, 1.65.
         assert_eq!(call.new_ratio, 2.2);
-        assert_eq!(call.refresh_ratio, 1.5);
-        assert_eq!(call.floor_us, (100.0, 95.0));
-        assert_eq!(
-            call.new_floor,
-            Spread {
-                median: 1.1,
-                min: 1.0,
-                max: 1.2,
-                rounds: 3
-            }
-        );
-        // 0.9 and 1.1: two rounds.
-        let refresh = call.refresh_floor;
-        assert_eq!((refresh.min, refresh.max, refresh.rounds), (0.9, 1.1, 2));
-        assert!((refresh.median - 1.0).abs() < 1e-12);
+        assert!((call.refresh_ratio - 1.575).abs() < 1e-9);
     }
 }

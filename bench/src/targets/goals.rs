@@ -4,10 +4,9 @@
 
 use super::Comparison::{self, AtMost, Within};
 use super::Targets;
+use crate::instr::{Instr, BIG_CALL};
 use crate::plan::*;
 use crate::report::Report;
-use crate::run::experiments::BigCall;
-use crate::statistics::Spread;
 use msetex_harness::{Product, Replicate, Target};
 
 /// Every target the report needs, with its comparison: the file must hold
@@ -17,21 +16,8 @@ pub const NAMES: &[(&str, Comparison)] = &[
     ("each.no-persistence.msetex/setex.fresh", AtMost),
     ("each.replica-msetex.msetex/setex.overwrite", AtMost),
     ("each.replica-msetex.msetex/setex.fresh", AtMost),
-    (
-        "no-builtin.no-persistence.msetex/floor-events.overwrite",
-        AtMost,
-    ),
-    (
-        "no-builtin.no-persistence.msetex/floor-events.fresh",
-        AtMost,
-    ),
     ("redis62.no-persistence.msetex/setex.overwrite", AtMost),
     ("redis62.no-persistence.msetex/setex.fresh", AtMost),
-    (
-        "redis62.no-persistence.msetex/floor-events.overwrite",
-        AtMost,
-    ),
-    ("redis62.no-persistence.msetex/floor-events.fresh", AtMost),
     ("main.no-persistence.integer.msetex/mset.overwrite", AtMost),
     ("main.no-persistence.integer.msetex/mset.fresh", AtMost),
     ("main.replica-msetex.msetex/mset.overwrite", AtMost),
@@ -46,16 +32,101 @@ pub const NAMES: &[(&str, Comparison)] = &[
     ("main.no-persistence.numkeys/ttl.fresh", Within),
     ("main.no-persistence.integer.numkeys/ttl.overwrite", Within),
     ("main.no-persistence.integer.numkeys/ttl.fresh", Within),
-    (
-        "main.one-call-10000-keys.msetex/floor-events.overwrite",
-        AtMost,
-    ),
-    ("main.one-call-10000-keys.msetex/floor-events.fresh", AtMost),
     ("main.memory-per-key.msetex/set-ex", Within),
     ("main.memory-per-key.integer.msetex/set-ex", Within),
     ("main.acl-load-2000-users.module/without", AtMost),
     ("failed-calls-and-runs", AtMost),
+    ("others.instructions.msetex/floor.overwrite", AtMost),
+    ("others.instructions.msetex/floor.fresh", AtMost),
+    ("redis70.instructions.msetex/floor.overwrite", AtMost),
+    ("redis70.instructions.msetex/floor.fresh", AtMost),
+    ("every.instructions.msetex/setex.overwrite", AtMost),
+    ("every.instructions.msetex/setex.fresh", AtMost),
+    ("builtin.instructions.module/builtin.overwrite", AtMost),
+    ("builtin.instructions.module/builtin.fresh", AtMost),
+    (
+        "every.instructions-10000-keys.msetex/floor.overwrite",
+        AtMost,
+    ),
+    ("every.instructions-10000-keys.msetex/floor.fresh", AtMost),
 ];
+
+/// The name of a server's MSETEX / floor target in instructions: Redis 7.0 (its module asks the
+/// server about ACL rules key by key) has its own.
+fn floor_target(server: &Target) -> &'static str {
+    match (server.product, server.version) {
+        (Product::Redis, (7, 0, _)) => "redis70.instructions.msetex/floor",
+        _ => "others.instructions.msetex/floor",
+    }
+}
+
+/// The (server, regime, workload) cells whose MSETEX / floor target is missed.
+pub fn missed_floors(
+    instr: &Instr,
+    servers: &[Target],
+    targets: &Targets,
+) -> Vec<crate::instr::Cell> {
+    let mut missed = Vec::new();
+    for (index, server) in servers.iter().enumerate() {
+        for regime in REGIMES {
+            for workload in Workload::BOTH {
+                let limit =
+                    targets.at_most(&format!("{}.{}", floor_target(server), workload.label()));
+                let cell = (index, 100, regime, workload, Variant::Module);
+                if instr.ratio(cell, None).is_nan() || instr.ratio(cell, None) > limit {
+                    missed.push(cell);
+                }
+            }
+        }
+    }
+    missed
+}
+
+/// The instruction targets, server by server: each figure over the four regimes (short keys,
+/// long keys, integers, 1 KB values), both workloads; the 10,000-key call in its one regime.
+pub fn instr_goals(instr: &Instr, servers: &[Target], targets: &Targets) -> Vec<Goal> {
+    let mut list = Vec::new();
+    for (index, server) in servers.iter().enumerate() {
+        let floor = floor_target(server);
+        let mut goals = vec![
+            ("MSETEX / floor", floor.to_owned(), None),
+            (
+                "MSETEX / pipelined SETEX",
+                "every.instructions.msetex/setex".into(),
+                Some(Variant::Setex),
+            ),
+        ];
+        if server.has_builtin_msetex() {
+            let name = "builtin.instructions.module/builtin".into();
+            goals.push(("module / built-in MSETEX", name, Some(Variant::Builtin)));
+        }
+        let big = "every.instructions-10000-keys.msetex/floor".to_owned();
+        goals.push(("one call of 10,000 keys, MSETEX / floor", big, None));
+        for (what, name, den) in goals {
+            let (batch, regimes) = match what.starts_with("one call") {
+                true => (BIG_CALL, &REGIMES[1..2]),
+                false => (100, &REGIMES[..]),
+            };
+            for workload in Workload::BOTH {
+                let limit = targets.at_most(&format!("{name}.{}", workload.label()));
+                let cell = |regime| (index, batch, regime, workload, Variant::Module);
+                let ratios: Vec<f64> = regimes.iter().map(|r| instr.ratio(cell(*r), den)).collect();
+                let measured: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+                list.push(Goal {
+                    what: format!(
+                        "{}, {what}, {}: at most {}x",
+                        server.describe(),
+                        workload.label(),
+                        short(limit)
+                    ),
+                    measured: measured.join(" / "),
+                    holds: ratios.iter().all(|ratio| *ratio <= limit),
+                });
+            }
+        }
+    }
+    list
+}
 
 /// One target: what, where, the figure, whether it holds.
 pub struct Goal {
@@ -89,20 +160,6 @@ fn values_part(values: Values) -> &'static str {
         Values::Small => "",
         Values::Integer => ".integer",
         Values::Large => ".large",
-    }
-}
-
-/// `1.04x (0.98–1.10, 7 rounds)`: a distance from the floor, with its
-/// range over the rounds.
-fn floor_figure(spread: Spread) -> String {
-    match spread.rounds {
-        0 => format!("{:.2}x", spread.median),
-        1 => format!("{:.2}x (1 round)", spread.median),
-        rounds => format!(
-            "{:.2}x ({}, {rounds} rounds)",
-            spread.median,
-            spread.range()
-        ),
     }
 }
 
@@ -167,7 +224,6 @@ impl Goals<'_> {
             "main.no-persistence.msetex/setex",
         );
         self.numkeys();
-        self.big_call();
         self.memory();
         self.acl_load();
         self.failures();
@@ -189,42 +245,13 @@ impl Goals<'_> {
         }
     }
 
-    /// The module's distance from the floor with events in both rows, each
-    /// at most its target `<name>.<workload>`; the figure with its range
-    /// over the rounds.
-    fn floor(&mut self, what: &str, rows: [Row; 2], name: &str) {
-        for row in rows {
-            let workload = row.workload.label();
-            let limit = self.targets.at_most(&format!("{name}.{workload}"));
-            let spread = self
-                .report
-                .spread(row, Variant::Module, Variant::FloorEvents);
-            self.push_floor(
-                format!("{what}, {workload}: at most {}x", short(limit)),
-                spread,
-                limit,
-            );
-        }
-    }
-
-    fn push_floor(&mut self, what: String, spread: Spread, limit: f64) {
-        self.list.push(Goal {
-            what,
-            measured: floor_figure(spread),
-            holds: spread.median <= limit,
-        });
-    }
-
     // Every server: below pipelined SETEX (from Redis 7.0 on, without
     // persistence and with a replica in REPLICATE MSETEX mode; Redis 6.2
-    // without persistence, its own target), and close to the module API's
-    // floor with events where the server has no built-in MSETEX (Redis 6.2,
-    // whose module writes every key with SET, its own target).
+    // without persistence, its own target).
     fn every_server(&mut self, servers: &[Target]) {
         for (index, server) in servers.iter().enumerate() {
             let name = server.describe();
             let none = rows(index, Persistence::None, Replicate::Set);
-            let what = format!("{name}, no persistence, MSETEX / floor + events");
             if server.product == Product::Redis && server.version < (7, 0, 0) {
                 self.both(
                     &format!("{name}, no persistence, MSETEX / pipelined SETEX"),
@@ -232,7 +259,6 @@ impl Goals<'_> {
                     Variant::Setex,
                     "redis62.no-persistence.msetex/setex",
                 );
-                self.floor(&what, none, "redis62.no-persistence.msetex/floor-events");
                 continue;
             }
             self.both(
@@ -247,9 +273,6 @@ impl Goals<'_> {
                 Variant::Setex,
                 "each.replica-msetex.msetex/setex",
             );
-            if !server.has_builtin_msetex() {
-                self.floor(&what, none, "no-builtin.no-persistence.msetex/floor-events");
-            }
         }
     }
 
@@ -299,38 +322,6 @@ impl Goals<'_> {
                     measured: format!("{ratio:.2}x"),
                     holds: (ratio - 1.0).abs() <= tolerance,
                 });
-            }
-        }
-    }
-
-    /// One call of 10,000 keys, on the server under test: close to one
-    /// `floor.events` call of them.
-    fn big_call(&mut self) {
-        let main = self.main.clone();
-        let calls: Vec<BigCall> = self
-            .report
-            .big_calls
-            .iter()
-            .filter(|(index, _)| *index == 0)
-            .map(|(_, call)| *call)
-            .collect();
-        for call in calls {
-            for (workload, keys, spread) in [
-                (Workload::Overwrite, "refreshing", call.refresh_floor),
-                (Workload::Fresh, "writing new", call.new_floor),
-            ] {
-                let limit = self.targets.at_most(&format!(
-                    "main.one-call-10000-keys.msetex/floor-events.{}",
-                    workload.label()
-                ));
-                self.push_floor(
-                    format!(
-                        "{main}, one call {keys} 10,000 keys: server time at most {}x one floor.events call of them",
-                        short(limit)
-                    ),
-                    spread,
-                    limit,
-                );
             }
         }
     }
@@ -392,7 +383,6 @@ impl Goals<'_> {
 mod tests {
     use super::*;
     use crate::plan::tests::server;
-    use crate::run::experiments::BigCall;
 
     fn repository_targets() -> Targets {
         let text = std::fs::read_to_string(super::super::default_path()).unwrap();
@@ -410,22 +400,6 @@ mod tests {
             server(Product::Valkey, (9, 1, 2)),
         ];
         let mut report = Report::empty();
-        let spread = |median| Spread {
-            median,
-            min: median - 0.05,
-            max: median + 0.05,
-            rounds: 7,
-        };
-        let call = BigCall {
-            new_us: (1.0, 1.0),
-            refresh_us: (1.0, 1.0),
-            new_ratio: 1.0,
-            refresh_ratio: 1.2,
-            floor_us: (1.0, 1.0),
-            new_floor: spread(1.0),
-            refresh_floor: spread(1.15),
-        };
-        report.big_calls = vec![(0, call), (2, call)];
         report.memory.rows = vec![(Values::Small, 101.0, 100.0), (Values::Integer, 80.0, 80.0)];
         (report, servers)
     }
@@ -441,14 +415,9 @@ mod tests {
             format!("{main}, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
             format!("{main}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
             format!("{main}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
-            format!("{main}, no persistence, MSETEX / floor + events, overwrite: at most 1.1x"),
-            format!("{main}, no persistence, MSETEX / floor + events, fresh: at most 1.05x"),
             // Redis 6.2: targets of its own, without a replica.
             "Redis 6.2.16, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
             "Redis 6.2.16, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Redis 6.2.16, no persistence, MSETEX / floor + events, overwrite: at most 1.25x".into(),
-            "Redis 6.2.16, no persistence, MSETEX / floor + events, fresh: at most 1.25x".into(),
-            // A built-in MSETEX: no floor target.
             "Redis 8.6.3, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
             "Redis 8.6.3, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
             "Redis 8.6.3, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
@@ -457,8 +426,6 @@ mod tests {
             "Valkey 8.1.1, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
             "Valkey 8.1.1, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
             "Valkey 8.1.1, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Valkey 8.1.1, no persistence, MSETEX / floor + events, overwrite: at most 1.1x".into(),
-            "Valkey 8.1.1, no persistence, MSETEX / floor + events, fresh: at most 1.05x".into(),
             "Valkey 9.1.2, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
             "Valkey 9.1.2, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
             "Valkey 9.1.2, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
@@ -479,8 +446,6 @@ mod tests {
             format!("{main}, no persistence, 32 B fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
             format!("{main}, no persistence, integer overwrite: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
             format!("{main}, no persistence, integer fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
-            format!("{main}, one call refreshing 10,000 keys: server time at most 1.1x one floor.events call of them"),
-            format!("{main}, one call writing new 10,000 keys: server time at most 1.05x one floor.events call of them"),
             format!("{main}, memory per key, 32 B values: within 5% of SET EX"),
             format!("{main}, memory per key, integer values: within 5% of SET EX"),
             format!("{main}, ACL LOAD of 2,000 users with the module: at most 1.2x without"),
@@ -509,13 +474,6 @@ mod tests {
             [("NaNx".to_owned(), false), ("NaNx".to_owned(), false)]
         );
         assert_eq!(
-            verdict("one call"),
-            [
-                ("1.15x (1.10–1.20, 7 rounds)".to_owned(), false),
-                ("1.00x (0.95–1.05, 7 rounds)".to_owned(), true)
-            ]
-        );
-        assert_eq!(
             verdict("memory per key"),
             [("1.010x".to_owned(), true), ("1.000x".to_owned(), true)]
         );
@@ -526,14 +484,13 @@ mod tests {
     fn limits_come_from_the_file() {
         let (mut report, servers) = everything();
         report.failed_calls = 2;
-        report.big_calls[0].1.refresh_floor.median = 1.7;
+        report.acl_load.ratio = 1.7;
         let text: String = std::fs::read_to_string(super::super::default_path())
             .unwrap()
             .lines()
             .map(|line| match line.split_whitespace().next() {
-                Some("main.one-call-10000-keys.msetex/floor-events.overwrite") => {
-                    "main.one-call-10000-keys.msetex/floor-events.overwrite at-most 1.75\n"
-                        .to_owned()
+                Some("main.acl-load-2000-users.module/without") => {
+                    "main.acl-load-2000-users.module/without at-most 1.75\n".to_owned()
                 }
                 Some("failed-calls-and-runs") => "failed-calls-and-runs at-most 3\n".to_owned(),
                 _ => format!("{line}\n"),
@@ -548,12 +505,117 @@ mod tests {
         );
         let call = goals
             .iter()
-            .find(|goal| goal.what.contains("refreshing"))
+            .find(|goal| goal.what.contains("ACL LOAD"))
             .unwrap();
         assert!(
             call.what.contains("at most 1.75x") && call.holds,
             "{}",
             call.what
         );
+    }
+
+    /// An instruction bench of Redis 7.0 and Valkey 8.1 where every variant costs `base` per key
+    /// times its factor, and the floor paths leave keys as SET does where `fair` says.
+    fn instr(servers: &[Target], fair: fn(Regime, Variant) -> bool) -> Instr {
+        let mut instr = Instr::default();
+        let factors = [
+            (Variant::Module, 1.15),
+            (Variant::FloorEvents, 1.0),
+            (Variant::FloorMset, 1.25),
+            (Variant::Setex, 2.0),
+        ];
+        for server in 0..servers.len() {
+            for regime in REGIMES {
+                for workload in Workload::BOTH {
+                    for batch in [100, BIG_CALL] {
+                        for (variant, factor) in factors {
+                            let cell = (server, batch, regime, workload, variant);
+                            instr.counts.insert(cell, 1000.0 * factor);
+                        }
+                    }
+                    let stored = |v| (server, regime, workload, v);
+                    instr.stored.insert(stored(None), "embstr 96".into());
+                    for variant in [Variant::FloorEvents, Variant::FloorMset] {
+                        let what = if fair(regime, variant) {
+                            "embstr 96"
+                        } else {
+                            "raw 96"
+                        };
+                        instr.stored.insert(stored(Some(variant)), what.into());
+                    }
+                }
+            }
+        }
+        instr
+    }
+
+    #[test]
+    fn instruction_targets_take_the_cheapest_fair_floor() {
+        let servers = [
+            server(Product::Redis, (7, 0, 15)),
+            server(Product::Valkey, (8, 1, 1)),
+        ];
+        // floor.events leaves integers unlike SET: their floor is floor.mset.
+        let integers_by_mset = |regime: Regime, variant| {
+            variant == Variant::FloorMset || regime.values != Values::Integer
+        };
+        let instr = instr(&servers, integers_by_mset);
+        let goals = instr_goals(&instr, &servers, &repository_targets());
+        let found = |what: &str| -> (&str, bool) {
+            let goal = goals.iter().find(|goal| goal.what == what).expect(what);
+            (goal.measured.as_str(), goal.holds)
+        };
+        // 1.15 over floor.events, 1.15 / 1.25 = 0.92 over floor.mset (integers).
+        assert_eq!(
+            found("Redis 7.0.15, MSETEX / floor, overwrite: at most 1.2x"),
+            ("1.150 / 1.150 / 0.920 / 1.150", true)
+        );
+        assert_eq!(
+            found("Valkey 8.1.1, MSETEX / floor, overwrite: at most 1.1x"),
+            ("1.150 / 1.150 / 0.920 / 1.150", false)
+        );
+        assert_eq!(
+            found("Valkey 8.1.1, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
+            ("0.575 / 0.575 / 0.575 / 0.575", true)
+        );
+        assert_eq!(
+            found("Redis 7.0.15, one call of 10,000 keys, MSETEX / floor, fresh: at most 1.1x"),
+            ("1.150", false)
+        );
+        // Neither server has a built-in: no such target.
+        assert!(goals.iter().all(|goal| !goal.what.contains("built-in")));
+        // Every cell but the integers misses 1.10 / 1.05 on Valkey; on Redis 7.0 only new keys
+        // miss 1.10.
+        let missed = missed_floors(&instr, &servers, &repository_targets());
+        assert_eq!(missed.len(), 3 + 6);
+        assert!(missed.iter().all(|c| c.2.values != Values::Integer));
+        assert!(missed
+            .iter()
+            .filter(|c| c.0 == 0)
+            .all(|c| c.3 == Workload::Fresh));
+    }
+
+    #[test]
+    fn no_fair_floor_holds_no_target() {
+        let servers = [server(Product::Valkey, (9, 1, 2))];
+        let instr = instr(&servers, |_, _| false);
+        let goals = instr_goals(&instr, &servers, &repository_targets());
+        let floor = goals
+            .iter()
+            .find(|goal| goal.what.contains("MSETEX / floor"))
+            .unwrap();
+        assert_eq!(
+            (floor.measured.as_str(), floor.holds),
+            ("NaN / NaN / NaN / NaN", false)
+        );
+        // The built-in's target is there; nothing measured: NaN.
+        let builtin = goals
+            .iter()
+            .find(|goal| goal.what.contains("built-in"))
+            .unwrap();
+        assert!(builtin
+            .what
+            .starts_with("Valkey 9.1.2, module / built-in MSETEX, overwrite"));
+        assert!(!builtin.holds);
     }
 }

@@ -105,22 +105,19 @@ fn instructions(options: options::Options, servers: &'static [Target], targets: 
     for (index, (_, dir)) in dirs.iter().enumerate() {
         instr::measure_server(&bench, &mut measured, &mut progress, index, dir);
     }
-    let goals = targets::goals::instr_goals(&measured, servers, targets);
+    let (goals, missed) = targets::goals::instr_goals(&measured, servers, targets);
     let mut about = machine::machine(&bench);
     about.retain(|(what, _)| !matches!(*what, "client" | "CPU pinning"));
     let block = measured.markdown(servers, &about, &goals);
     println!("{block}");
     report::splice_file(&bench.options.out, &block);
     if bench.options.profile != "-" {
-        let missed = targets::goals::missed_floors(&measured, servers, targets);
-        report::splice_file(
-            &bench.options.profile,
-            &measured.profile_markdown(servers, &missed),
-        );
+        let profile = measured.profile_markdown(servers, &missed);
+        report::splice_file(&bench.options.profile, &profile);
     }
-    let missed: Vec<_> = goals.iter().filter(|goal| !goal.holds).collect();
-    if bench.options.gate && !missed.is_empty() {
-        for goal in missed {
+    let misses: Vec<_> = goals.iter().filter(|goal| !goal.holds).collect();
+    if bench.options.gate && !misses.is_empty() {
+        for goal in misses {
             eprintln!("missed: {} ({})", goal.what, goal.measured);
         }
         std::process::exit(1);

@@ -73,20 +73,15 @@ mod tests {
     }
 
     #[test]
-    fn defaults() {
+    fn defaults_and_the_make_targets() {
         let options = parse_all(&[]);
-        assert!(!options.quick && options.matrix);
+        assert!(!options.quick && options.matrix && !options.instr && !options.gate);
         assert_eq!((options.rounds, options.keys_per_run), (7, 200_000));
+        let paths = (&*options.out, &*options.readme, &*options.profile);
         assert_eq!(
-            (&*options.out, &*options.readme),
-            ("docs/BENCHMARKS.md", "README.md")
+            paths,
+            ("docs/BENCHMARKS.md", "README.md", "docs/PROFILE.md")
         );
-    }
-
-    #[test]
-    fn the_make_targets() {
-        let bench = parse_all(&["--rounds", "7"]);
-        assert_eq!(bench.rounds, 7);
         let quick = parse_all(&[
             "--quick",
             "--out",
@@ -100,6 +95,10 @@ mod tests {
             (&*quick.out, &*quick.readme),
             ("target/BENCHMARKS-quick.md", "-")
         );
+        // make bench-gate: the instruction bench, exiting 1 on a miss.
+        let gate = parse_all(&["--gate", "--out", "target/gate.md", "--profile", "-"]);
+        assert!(gate.instr && gate.gate);
+        assert_eq!((&*gate.out, &*gate.profile), ("target/gate.md", "-"));
     }
 
     #[test]

@@ -45,14 +45,30 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The TTL form without persistence on `server`.
-    pub fn plain(server: usize) -> Setup {
+    /// The TTL form on `server`, with this persistence and REPLICATE mode.
+    pub fn ttl(server: usize, persistence: Persistence, replicate: Replicate) -> Setup {
+        let form = Form::Ttl;
         Setup {
             server,
-            form: Form::Ttl,
-            persistence: Persistence::None,
-            replicate: Replicate::Set,
+            form,
+            persistence,
+            replicate,
         }
+    }
+
+    /// The TTL form without persistence on `server`.
+    pub fn plain(server: usize) -> Setup {
+        Setup::ttl(server, Persistence::None, Replicate::Set)
+    }
+
+    /// The setup's rows of 100 keys per call with these values: overwrite, fresh.
+    pub fn rows(self, values: Values) -> [Row; 2] {
+        Workload::BOTH.map(|workload| Row {
+            setup: self,
+            workload,
+            values,
+            batch: 100,
+        })
     }
 }
 
@@ -78,12 +94,15 @@ pub enum Values {
     Small,
     Integer,
     Large,
+    /// 32-byte values under short keys (`k:N`), where every other row's keys are `k:` and 12
+    /// digits: the instruction bench's regime where Redis 8.2+ embeds the value in the key.
+    ShortKeys,
 }
 
 impl Values {
     pub fn label(self) -> &'static str {
         match self {
-            Values::Small => "32 B",
+            Values::Small | Values::ShortKeys => "32 B",
             Values::Integer => "integer",
             Values::Large => "1024 B",
         }
@@ -91,55 +110,29 @@ impl Values {
 
     pub fn value(self) -> String {
         match self {
-            Values::Small => "x".repeat(SMALL_VALUE),
             Values::Integer => INTEGER_VALUE.to_owned(),
             Values::Large => "x".repeat(LARGE_VALUE),
+            _ => "x".repeat(SMALL_VALUE),
+        }
+    }
+
+    /// The instruction bench's name for the regime.
+    pub fn regime(self) -> &'static str {
+        match self {
+            Values::ShortKeys => "short keys, 32 B",
+            Values::Small => "long keys, 32 B",
+            Values::Integer => "integers",
+            Values::Large => "1 KB values",
         }
     }
 }
 
-/// Key names of the instruction bench: `k:N`, or `k:` and 12 digits (what `make bench` uses).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Keys {
-    Short,
-    Long,
-}
-
-/// A regime of the instruction bench: keys and values.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub struct Regime {
-    pub keys: Keys,
-    pub values: Values,
-}
-
-impl Regime {
-    pub fn label(self) -> &'static str {
-        match (self.keys, self.values) {
-            (Keys::Short, _) => "short keys, 32 B",
-            (_, Values::Small) => "long keys, 32 B",
-            (_, Values::Integer) => "integers",
-            (_, Values::Large) => "1 KB values",
-        }
-    }
-}
-
-pub const REGIMES: [Regime; 4] = [
-    Regime {
-        keys: Keys::Short,
-        values: Values::Small,
-    },
-    Regime {
-        keys: Keys::Long,
-        values: Values::Small,
-    },
-    Regime {
-        keys: Keys::Long,
-        values: Values::Integer,
-    },
-    Regime {
-        keys: Keys::Long,
-        values: Values::Large,
-    },
+/// The instruction bench's regimes.
+pub const REGIMES: [Values; 4] = [
+    Values::ShortKeys,
+    Values::Small,
+    Values::Integer,
+    Values::Large,
 ];
 
 /// One table row: everything but the variant.
@@ -178,7 +171,16 @@ pub fn servers(options: &Options) -> &'static [Target] {
             Ok(list) => list.split_whitespace().map(str::to_owned).collect(),
             Err(_) => shared_server_paths(),
         };
-        list.extend(targets_at(&paths));
+        // One server per release: a build that reports the version of one listed before it
+        // (../shared/servers/redis-keystep reports 8.6.3) is not a release.
+        for server in targets_at(&paths) {
+            if list
+                .iter()
+                .all(|known| known.describe() != server.describe())
+            {
+                list.push(server);
+            }
+        }
     }
     Box::leak(list.into_boxed_slice())
 }

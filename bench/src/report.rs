@@ -10,7 +10,6 @@ use crate::plan::*;
 use crate::run::experiments::{AclLoad, BigCall, Memory};
 use crate::run::{Bench, Sample};
 use crate::statistics::{median, median_ratio};
-use msetex_harness::Replicate;
 use std::collections::BTreeMap;
 
 /// Medians and within-round ratios, ready to print.
@@ -99,26 +98,6 @@ impl Report {
             .copied()
             .unwrap_or(f64::NAN)
     }
-
-    /// The rows of the server under test, batch 100, TTL form, both workloads.
-    pub fn main_row(
-        &self,
-        persistence: Persistence,
-        replicate: Replicate,
-        values: Values,
-    ) -> [Row; 2] {
-        Workload::BOTH.map(|workload| Row {
-            setup: Setup {
-                server: 0,
-                form: Form::Ttl,
-                persistence,
-                replicate,
-            },
-            workload,
-            values,
-            batch: 100,
-        })
-    }
 }
 
 /// `text` with the part from `start` to `end` (both included) replaced by `block`; None unless
@@ -158,10 +137,8 @@ fn numkeys_vs_ttl(bench: &Bench) -> BTreeMap<(Workload, Values), f64> {
         for workload in Workload::BOTH {
             let row = |form| Row {
                 setup: Setup {
-                    server: 0,
                     form,
-                    persistence: Persistence::None,
-                    replicate: Replicate::Set,
+                    ..Setup::plain(0)
                 },
                 workload,
                 values,

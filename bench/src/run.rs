@@ -16,14 +16,6 @@ use std::path::PathBuf;
 
 pub use progress::{minutes, Progress};
 
-/// The floor module's commands (bench/floor, `--instr`): the bare job through the module API,
-/// the same with what correctness needs, and the same through MSET (SET's encodings).
-const FLOORS: [(Variant, &str); 3] = [
-    (Variant::Floor, "floor.bare"),
-    (Variant::FloorEvents, "floor.events"),
-    (Variant::FloorMset, "floor.mset"),
-];
-
 const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
      for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ttl) end\n\
      return redis.status_reply('OK')";
@@ -263,13 +255,7 @@ impl Bench {
             Variant::Builtin => "MSETEX (built-in)".to_owned(),
             Variant::Lua => "Lua SET EX loop".to_owned(),
             Variant::Setex => "SETEX pipelined".to_owned(),
-            Variant::Floor => "floor (floor.bare)".to_owned(),
-            _ => FLOORS
-                .iter()
-                .find(|(v, _)| *v == variant)
-                .unwrap()
-                .1
-                .to_owned(),
+            _ => self.stat(setup, variant),
         }
     }
 
@@ -281,12 +267,10 @@ impl Bench {
             Variant::Builtin => "msetex".to_owned(),
             Variant::Lua => "evalsha".to_owned(),
             Variant::Setex => "setex".to_owned(),
-            _ => FLOORS
-                .iter()
-                .find(|(v, _)| *v == variant)
-                .unwrap()
-                .1
-                .to_owned(),
+            // bench/floor's commands (`--instr`).
+            Variant::Floor => "floor.bare".to_owned(),
+            Variant::FloorEvents => "floor.events".to_owned(),
+            Variant::FloorMset => "floor.mset".to_owned(),
         }
     }
 

@@ -56,83 +56,45 @@ impl Report {
         let _ = writeln!(
             md,
             "\n## Every server\n\nBatch 100, 32-byte values, server time per key as a ratio \
-             to MSET in the same round (overwrite / fresh; pipelined SETEX: CPU time). The replica runs with the module \
-             (REPLICATE MSETEX). On servers with a built-in MSETEX the module is loaded as \
+             to MSET in the same round (overwrite / fresh; pipelined SETEX: CPU time). The \
+             replica runs with the module (REPLICATE MSETEX). On servers with a built-in MSETEX the module is loaded as \
              `{RENAMED}` and replicates each call as one native MSETEX (in both modes); the last \
              column is the module against the built-in.\n\n\
              | server | MSETEX, no persistence | MSETEX, one replica | SETEX pipelined, one replica | built-in MSETEX, one replica | module / built-in, one replica |\n\
              | --- | ---: | ---: | ---: | ---: | ---: |"
         );
+        let (none, replica) = (
+            (Persistence::None, Replicate::Set),
+            (Persistence::Replica, Replicate::Msetex),
+        );
+        let columns = [
+            (none, Variant::Module, Variant::Mset),
+            (replica, Variant::Module, Variant::Mset),
+            (replica, Variant::Setex, Variant::Mset),
+            (replica, Variant::Builtin, Variant::Mset),
+            (replica, Variant::Module, Variant::Builtin),
+        ];
         for (index, server) in bench.servers.iter().enumerate() {
-            let pair = |persistence, replicate, variant, den| {
-                Workload::BOTH
-                    .map(|workload| {
-                        let row = Row {
-                            setup: Setup {
-                                server: index,
-                                form: Form::Ttl,
-                                persistence,
-                                replicate,
-                            },
-                            workload,
-                            values: Values::Small,
-                            batch: 100,
-                        };
-                        self.ratios
-                            .get(&(row, variant, den))
-                            .map_or("-".to_owned(), |r| format!("{r:.2}x"))
-                    })
-                    .join(" / ")
-            };
-            let builtin = server.has_builtin_msetex();
-            let replicate = Replicate::Msetex;
             let note = if index == 0 {
                 " (server under test)"
             } else {
                 ""
             };
+            let cells = columns.map(|((persistence, replicate), variant, den)| {
+                let rows = Setup::ttl(index, persistence, replicate).rows(Values::Small);
+                let ratios = rows.map(|row| self.ratios.get(&(row, variant, den)));
+                match ratios {
+                    [None, None] => "-".to_owned(),
+                    _ => ratios
+                        .map(|r| r.map_or("-".into(), |r| format!("{r:.2}x")))
+                        .join(" / "),
+                }
+            });
             let _ = writeln!(
                 md,
-                "| {}{note} | {} | {} | {} | {} | {} |",
+                "| {}{note} | {} |",
                 server.describe(),
-                pair(
-                    Persistence::None,
-                    Replicate::Set,
-                    Variant::Module,
-                    Variant::Mset
-                ),
-                pair(
-                    Persistence::Replica,
-                    replicate,
-                    Variant::Module,
-                    Variant::Mset
-                ),
-                pair(
-                    Persistence::Replica,
-                    replicate,
-                    Variant::Setex,
-                    Variant::Mset
-                ),
-                if builtin {
-                    pair(
-                        Persistence::Replica,
-                        replicate,
-                        Variant::Builtin,
-                        Variant::Mset,
-                    )
-                } else {
-                    "-".to_owned()
-                },
-                if builtin {
-                    pair(
-                        Persistence::Replica,
-                        replicate,
-                        Variant::Module,
-                        Variant::Builtin,
-                    )
-                } else {
-                    "-".to_owned()
-                },
+                cells.join(" | ")
             );
         }
     }

@@ -84,17 +84,19 @@ impl Report {
         values: Values,
         variant: Variant,
     ) -> [String; 2] {
-        self.main_row(persistence, replicate, values).map(|row| {
-            let ratio = match variant {
-                Variant::Module => self.ratio(row, Variant::Mset),
-                _ => self
-                    .ratios
-                    .get(&(row, variant, Variant::Mset))
-                    .copied()
-                    .unwrap_or(f64::NAN),
-            };
-            format!("{ratio:.2}x")
-        })
+        Setup::ttl(0, persistence, replicate)
+            .rows(values)
+            .map(|row| {
+                let ratio = match variant {
+                    Variant::Module => self.ratio(row, Variant::Mset),
+                    _ => self
+                        .ratios
+                        .get(&(row, variant, Variant::Mset))
+                        .copied()
+                        .unwrap_or(f64::NAN),
+                };
+                format!("{ratio:.2}x")
+            })
     }
 
     /// The block, markers included.

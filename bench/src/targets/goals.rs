@@ -51,49 +51,30 @@ pub const NAMES: &[(&str, Comparison)] = &[
     ("every.instructions-10000-keys.msetex/floor.fresh", AtMost),
 ];
 
-/// The name of a server's MSETEX / floor target in instructions: Redis 7.0 (its module asks the
-/// server about ACL rules key by key) has its own.
-fn floor_target(server: &Target) -> &'static str {
-    match (server.product, server.version) {
-        (Product::Redis, (7, 0, _)) => "redis70.instructions.msetex/floor",
-        _ => "others.instructions.msetex/floor",
-    }
-}
-
-/// The (server, regime, workload) cells whose MSETEX / floor target is missed.
-pub fn missed_floors(
-    instr: &Instr,
-    servers: &[Target],
-    targets: &Targets,
-) -> Vec<crate::instr::Cell> {
-    let mut missed = Vec::new();
-    for (index, server) in servers.iter().enumerate() {
-        for regime in REGIMES {
-            for workload in Workload::BOTH {
-                let limit =
-                    targets.at_most(&format!("{}.{}", floor_target(server), workload.label()));
-                let cell = (index, 100, regime, workload, Variant::Module);
-                if instr.ratio(cell, None).is_nan() || instr.ratio(cell, None) > limit {
-                    missed.push(cell);
-                }
-            }
-        }
-    }
-    missed
-}
-
 /// The instruction targets, server by server: each figure over the four regimes (short keys,
 /// long keys, integers, 1 KB values), both workloads; the 10,000-key call in its one regime.
-pub fn instr_goals(instr: &Instr, servers: &[Target], targets: &Targets) -> Vec<Goal> {
-    let mut list = Vec::new();
+/// With them, the rows (100 keys a call) whose MSETEX / floor target is missed.
+pub fn instr_goals(instr: &Instr, servers: &[Target], targets: &Targets) -> (Vec<Goal>, Vec<Row>) {
+    let (mut list, mut missed) = (Vec::new(), Vec::new());
     for (index, server) in servers.iter().enumerate() {
-        let floor = floor_target(server);
+        // Redis 7.0's module asks the server about each key's ACL rules: a target of its own.
+        let redis70 = server.product == Product::Redis && server.version.0 == 7;
+        let floor = if redis70 && server.version.1 == 0 {
+            "redis70"
+        } else {
+            "others"
+        };
+        let setex = Some(Variant::Setex);
         let mut goals = vec![
-            ("MSETEX / floor", floor.to_owned(), None),
+            (
+                "MSETEX / floor",
+                format!("{floor}.instructions.msetex/floor"),
+                None,
+            ),
             (
                 "MSETEX / pipelined SETEX",
                 "every.instructions.msetex/setex".into(),
-                Some(Variant::Setex),
+                setex,
             ),
         ];
         if server.has_builtin_msetex() {
@@ -109,23 +90,36 @@ pub fn instr_goals(instr: &Instr, servers: &[Target], targets: &Targets) -> Vec<
             };
             for workload in Workload::BOTH {
                 let limit = targets.at_most(&format!("{name}.{}", workload.label()));
-                let cell = |regime| (index, batch, regime, workload, Variant::Module);
-                let ratios: Vec<f64> = regimes.iter().map(|r| instr.ratio(cell(*r), den)).collect();
-                let measured: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+                let row = |values| Row {
+                    setup: Setup::plain(index),
+                    workload,
+                    values,
+                    batch,
+                };
+                let ratios: Vec<(Row, f64)> = regimes
+                    .iter()
+                    .map(|v| (row(*v), instr.ratio(row(*v), den)))
+                    .collect();
+                let held = |ratio: f64| ratio <= limit;
+                if what == "MSETEX / floor" {
+                    missed.extend(
+                        ratios
+                            .iter()
+                            .filter(|(_, r)| !held(*r))
+                            .map(|(row, _)| *row),
+                    );
+                }
+                let measured: Vec<String> = ratios.iter().map(|(_, r)| format!("{r:.3}")).collect();
+                let (server, workload) = (server.describe(), workload.label());
                 list.push(Goal {
-                    what: format!(
-                        "{}, {what}, {}: at most {}x",
-                        server.describe(),
-                        workload.label(),
-                        short(limit)
-                    ),
+                    what: format!("{server}, {what}, {workload}: at most {}x", short(limit)),
                     measured: measured.join(" / "),
-                    holds: ratios.iter().all(|ratio| *ratio <= limit),
+                    holds: ratios.iter().all(|(_, r)| held(*r)),
                 });
             }
         }
     }
-    list
+    (list, missed)
 }
 
 /// One target: what, where, the figure, whether it holds.
@@ -157,25 +151,15 @@ fn short(limit: f64) -> String {
 /// The name's part for values: none for 32 bytes.
 fn values_part(values: Values) -> &'static str {
     match values {
-        Values::Small => "",
         Values::Integer => ".integer",
         Values::Large => ".large",
+        _ => "",
     }
 }
 
 /// Rows of batch 100 and 32-byte values on `server`, both workloads.
 fn rows(server: usize, persistence: Persistence, replicate: Replicate) -> [Row; 2] {
-    Workload::BOTH.map(|workload| Row {
-        setup: Setup {
-            server,
-            form: Form::Ttl,
-            persistence,
-            replicate,
-        },
-        workload,
-        values: Values::Small,
-        batch: 100,
-    })
+    Setup::ttl(server, persistence, replicate).rows(Values::Small)
 }
 
 struct Goals<'a> {
@@ -189,14 +173,9 @@ struct Goals<'a> {
 impl Goals<'_> {
     fn build(mut self, servers: &[Target]) -> Vec<Goal> {
         let main = self.main.clone();
-        let none = |values| {
-            self.report
-                .main_row(Persistence::None, Replicate::Set, values)
-        };
+        let none = |values| Setup::plain(0).rows(values);
         let (small, integer) = (none(Values::Small), none(Values::Integer));
-        let replica = self
-            .report
-            .main_row(Persistence::Replica, Replicate::Msetex, Values::Small);
+        let replica = rows(0, Persistence::Replica, Replicate::Msetex);
         self.every_server(servers);
         self.both(
             &format!("{main}, no persistence, integer values, MSETEX / MSET"),
@@ -298,10 +277,7 @@ impl Goals<'_> {
     fn numkeys(&mut self) {
         let main = &self.main;
         for values in [Values::Small, Values::Integer] {
-            for ttl_row in self
-                .report
-                .main_row(Persistence::None, Replicate::Set, values)
-            {
+            for ttl_row in Setup::plain(0).rows(values) {
                 let workload = ttl_row.workload.label();
                 let tolerance = self.targets.within(&format!(
                     "main.no-persistence{}.numkeys/ttl.{workload}",
@@ -409,52 +385,28 @@ mod tests {
         let (report, servers) = everything();
         let goals = goals(&report, &servers, &repository_targets());
         let what: Vec<&str> = goals.iter().map(|goal| goal.what.as_str()).collect();
-        let main = "Redis 7.0.15";
-        let expected = [
-            format!("{main}, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
-            format!("{main}, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
-            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
-            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
-            // Redis 6.2: targets of its own, without a replica.
-            "Redis 6.2.16, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Redis 6.2.16, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Redis 8.6.3, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Redis 8.6.3, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Redis 8.6.3, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Redis 8.6.3, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Valkey 8.1.1, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Valkey 8.1.1, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Valkey 8.1.1, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Valkey 8.1.1, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Valkey 9.1.2, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Valkey 9.1.2, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            "Valkey 9.1.2, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, overwrite: at most 0.99x".into(),
-            "Valkey 9.1.2, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x".into(),
-            format!("{main}, no persistence, integer values, MSETEX / MSET, overwrite: at most 2.5x"),
-            format!("{main}, no persistence, integer values, MSETEX / MSET, fresh: at most 2.5x"),
-            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / MSET, overwrite: at most 1.8x"),
-            format!("{main}, one replica, REPLICATE MSETEX, MSETEX / MSET, fresh: at most 2.3x"),
-            "Redis 8.6.3, one replica, REPLICATE MSETEX, module / built-in MSETEX, overwrite: at most 1x".into(),
-            "Redis 8.6.3, one replica, REPLICATE MSETEX, module / built-in MSETEX, fresh: at most 1x".into(),
-            "Valkey 9.1.2, one replica, REPLICATE MSETEX, module / built-in MSETEX, overwrite: at most 1x".into(),
-            "Valkey 9.1.2, one replica, REPLICATE MSETEX, module / built-in MSETEX, fresh: at most 1x".into(),
-            format!("{main}, no persistence, MSETEX / Lua SET EX loop, overwrite: at most 0.33x"),
-            format!("{main}, no persistence, MSETEX / Lua SET EX loop, fresh: at most 0.5x"),
-            format!("{main}, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x"),
-            format!("{main}, no persistence, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
-            format!("{main}, no persistence, 32 B overwrite: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
-            format!("{main}, no persistence, 32 B fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
-            format!("{main}, no persistence, integer overwrite: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
-            format!("{main}, no persistence, integer fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1"),
-            format!("{main}, memory per key, 32 B values: within 5% of SET EX"),
-            format!("{main}, memory per key, integer values: within 5% of SET EX"),
-            format!("{main}, ACL LOAD of 2,000 users with the module: at most 1.2x without"),
-            "zero failed calls or runs".into(),
-        ];
-        assert_eq!(
-            what,
-            expected.iter().map(String::as_str).collect::<Vec<_>>()
-        );
+        // Two per server (four from Redis 7.0 on), four for the built-ins, 16 on the server
+        // under test.
+        assert_eq!(what.len(), 2 + 4 * 4 + 4 + 16);
+        for expected in [
+            "Redis 7.0.15, one replica, REPLICATE MSETEX, MSETEX / pipelined SETEX, fresh: at most 0.99x",
+            "Redis 6.2.16, no persistence, MSETEX / pipelined SETEX, overwrite: at most 0.99x",
+            "Valkey 9.1.2, one replica, REPLICATE MSETEX, module / built-in MSETEX, fresh: at most 1x",
+            "Redis 7.0.15, one replica, REPLICATE MSETEX, MSETEX / MSET, fresh: at most 2.3x",
+            "Redis 7.0.15, no persistence, MSETEX / Lua SET EX loop, overwrite: at most 0.33x",
+            "Redis 7.0.15, no persistence, integer fresh: NUMKEYS form / TTL form, server time per key, within 10% of 1",
+            "Redis 7.0.15, memory per key, 32 B values: within 5% of SET EX",
+            "zero failed calls or runs",
+        ] {
+            assert!(what.contains(&expected), "{expected}");
+        }
+        // Redis 6.2 has no replica target, servers without a built-in no built-in target.
+        assert!(!what
+            .iter()
+            .any(|w| w.starts_with("Redis 6.2.16, one replica")));
+        assert!(!what
+            .iter()
+            .any(|w| w.starts_with("Valkey 8.1.1") && w.contains("built-in")));
     }
 
     #[test]
@@ -514,35 +466,37 @@ mod tests {
         );
     }
 
-    /// An instruction bench of Redis 7.0 and Valkey 8.1 where every variant costs `base` per key
-    /// times its factor, and the floor paths leave keys as SET does where `fair` says.
-    fn instr(servers: &[Target], fair: fn(Regime, Variant) -> bool) -> Instr {
+    /// An instruction bench where MSETEX costs 1.15 floor.events, floor.mset 1.25 and SETEX 2,
+    /// and the floor paths leave keys as SET does where `fair` says.
+    fn instr(servers: &[Target], fair: fn(Values, Variant) -> bool) -> Instr {
         let mut instr = Instr::default();
-        let factors = [
-            (Variant::Module, 1.15),
-            (Variant::FloorEvents, 1.0),
-            (Variant::FloorMset, 1.25),
-            (Variant::Setex, 2.0),
-        ];
+        let factors = [(Variant::Module, 1.15), (Variant::FloorEvents, 1.0)];
+        let factors = factors
+            .into_iter()
+            .chain([(Variant::FloorMset, 1.25), (Variant::Setex, 2.0)]);
         for server in 0..servers.len() {
-            for regime in REGIMES {
-                for workload in Workload::BOTH {
-                    for batch in [100, BIG_CALL] {
-                        for (variant, factor) in factors {
-                            let cell = (server, batch, regime, workload, variant);
-                            instr.counts.insert(cell, 1000.0 * factor);
-                        }
-                    }
-                    let stored = |v| (server, regime, workload, v);
-                    instr.stored.insert(stored(None), "embstr 96".into());
-                    for variant in [Variant::FloorEvents, Variant::FloorMset] {
-                        let what = if fair(regime, variant) {
+            for values in REGIMES {
+                for row in Setup::plain(server).rows(values) {
+                    for (variant, factor) in factors.clone() {
+                        instr.counts.insert((row, variant), 1000.0 * factor);
+                        instr.counts.insert(
+                            (
+                                Row {
+                                    batch: BIG_CALL,
+                                    ..row
+                                },
+                                variant,
+                            ),
+                            1000.0 * factor,
+                        );
+                        let stored = if fair(values, variant) {
                             "embstr 96"
                         } else {
                             "raw 96"
                         };
-                        instr.stored.insert(stored(Some(variant)), what.into());
+                        instr.stored.insert((row, Some(variant)), stored.into());
                     }
+                    instr.stored.insert((row, None), "embstr 96".into());
                 }
             }
         }
@@ -556,50 +510,38 @@ mod tests {
             server(Product::Valkey, (8, 1, 1)),
         ];
         // floor.events leaves integers unlike SET: their floor is floor.mset.
-        let integers_by_mset = |regime: Regime, variant| {
-            variant == Variant::FloorMset || regime.values != Values::Integer
-        };
-        let instr = instr(&servers, integers_by_mset);
-        let goals = instr_goals(&instr, &servers, &repository_targets());
+        let fair = |values, variant| variant == Variant::FloorMset || values != Values::Integer;
+        let (goals, missed) = instr_goals(&instr(&servers, fair), &servers, &repository_targets());
         let found = |what: &str| -> (&str, bool) {
             let goal = goals.iter().find(|goal| goal.what == what).expect(what);
             (goal.measured.as_str(), goal.holds)
         };
         // 1.15 over floor.events, 1.15 / 1.25 = 0.92 over floor.mset (integers).
-        assert_eq!(
-            found("Redis 7.0.15, MSETEX / floor, overwrite: at most 1.2x"),
-            ("1.150 / 1.150 / 0.920 / 1.150", true)
-        );
-        assert_eq!(
-            found("Valkey 8.1.1, MSETEX / floor, overwrite: at most 1.1x"),
-            ("1.150 / 1.150 / 0.920 / 1.150", false)
-        );
-        assert_eq!(
-            found("Valkey 8.1.1, MSETEX / pipelined SETEX, fresh: at most 0.99x"),
-            ("0.575 / 0.575 / 0.575 / 0.575", true)
-        );
-        assert_eq!(
-            found("Redis 7.0.15, one call of 10,000 keys, MSETEX / floor, fresh: at most 1.1x"),
-            ("1.150", false)
-        );
+        let redis70 = found("Redis 7.0.15, MSETEX / floor, overwrite: at most 1.2x");
+        assert_eq!(redis70, ("1.150 / 1.150 / 0.920 / 1.150", true));
+        let valkey = found("Valkey 8.1.1, MSETEX / floor, overwrite: at most 1.1x");
+        assert_eq!(valkey, ("1.150 / 1.150 / 0.920 / 1.150", false));
+        let setex = found("Valkey 8.1.1, MSETEX / pipelined SETEX, fresh: at most 0.99x");
+        assert_eq!(setex, ("0.575 / 0.575 / 0.575 / 0.575", true));
+        let big =
+            found("Redis 7.0.15, one call of 10,000 keys, MSETEX / floor, fresh: at most 1.1x");
+        assert_eq!(big, ("1.150", false));
         // Neither server has a built-in: no such target.
         assert!(goals.iter().all(|goal| !goal.what.contains("built-in")));
-        // Every cell but the integers misses 1.10 / 1.05 on Valkey; on Redis 7.0 only new keys
-        // miss 1.10.
-        let missed = missed_floors(&instr, &servers, &repository_targets());
+        // Misses: every row but the integers' on Valkey; on Redis 7.0 (at most 1.2 / 1.1) only
+        // new keys.
         assert_eq!(missed.len(), 3 + 6);
-        assert!(missed.iter().all(|c| c.2.values != Values::Integer));
-        assert!(missed
-            .iter()
-            .filter(|c| c.0 == 0)
-            .all(|c| c.3 == Workload::Fresh));
+        assert!(missed.iter().all(|row| row.values != Values::Integer));
+        let mut redis70 = missed.iter().filter(|row| row.setup.server == 0);
+        assert!(redis70.clone().count() == 3 && redis70.all(|row| row.workload == Workload::Fresh));
     }
 
     #[test]
     fn no_fair_floor_holds_no_target() {
         let servers = [server(Product::Valkey, (9, 1, 2))];
         let instr = instr(&servers, |_, _| false);
-        let goals = instr_goals(&instr, &servers, &repository_targets());
+        let (goals, missed) = instr_goals(&instr, &servers, &repository_targets());
+        assert_eq!(missed.len(), 8);
         let floor = goals
             .iter()
             .find(|goal| goal.what.contains("MSETEX / floor"))

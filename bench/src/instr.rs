@@ -18,6 +18,13 @@ pub const BIG_CALL: usize = 10_000;
 pub const MALLOC_CONF: &str = "dirty_decay_ms:-1,muzzy_decay_ms:-1,tcache_gc_incr_bytes:\
     4294967296,tcache_nslots_small_min:4096,tcache_nslots_small_max:4096,tcache_nslots_large:256";
 pub const FLOOR_PATHS: [Variant; 2] = [Variant::FloorEvents, Variant::FloorMset];
+/// Whose keys are checked against SET EX's (None); also the variants of the 10,000-key call.
+const STORED: [Option<Variant>; 4] = [
+    None,
+    Some(Variant::Module),
+    Some(Variant::FloorEvents),
+    Some(Variant::FloorMset),
+];
 
 /// The variants measured on `server`.
 pub fn variants(server: &Target) -> Vec<Variant> {
@@ -45,10 +52,7 @@ pub struct Instr {
 
 impl Instr {
     pub fn count(&self, row: Row, variant: Variant) -> f64 {
-        self.counts
-            .get(&(row, variant))
-            .copied()
-            .unwrap_or(f64::NAN)
+        *self.counts.get(&(row, variant)).unwrap_or(&f64::NAN)
     }
 
     /// A row's floor: the cheaper of the floor paths that leave keys as SET EX does (checked on
@@ -56,19 +60,18 @@ impl Instr {
     pub fn floor(&self, row: Row) -> Option<Variant> {
         let stored = |v| self.stored.get(&(Row { batch: 100, ..row }, v));
         let fair = |v: &Variant| stored(Some(*v)).is_some_and(|s| Some(s) == stored(None));
-        let count = |v| self.count(row, v);
-        FLOOR_PATHS
-            .into_iter()
-            .filter(fair)
-            .min_by(|a, b| count(*a).total_cmp(&count(*b)))
+        let cheaper =
+            |a: &Variant, b: &Variant| self.count(row, *a).total_cmp(&self.count(row, *b));
+        FLOOR_PATHS.into_iter().filter(fair).min_by(cheaper)
     }
 
     /// MSETEX's instructions per key over `den`'s (None: the row's floor's).
     pub fn ratio(&self, row: Row, den: Option<Variant>) -> f64 {
-        let den = den.or_else(|| self.floor(row));
-        den.map_or(f64::NAN, |den| {
-            self.count(row, Variant::Module) / self.count(row, den)
-        })
+        let (den, module) = (
+            den.or_else(|| self.floor(row)),
+            self.count(row, Variant::Module),
+        );
+        den.map_or(f64::NAN, |den| module / self.count(row, den))
     }
 }
 
@@ -88,14 +91,9 @@ pub fn under_callgrind(server: &Target) -> (Target, TempDir) {
     );
     std::fs::write(&script, text).expect("write the callgrind script");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let binary = script.display().to_string();
-    (
-        Target {
-            binary,
-            ..server.clone()
-        },
-        dir,
-    )
+    let mut wrapped = server.clone();
+    wrapped.binary = script.display().to_string();
+    (wrapped, dir)
 }
 
 /// The keys of a regime: `k:N` or `k:` and 12 digits, with another prefix.
@@ -152,10 +150,8 @@ impl Measured<'_> {
         let pid = std::fs::read_to_string(self.dir.join("callgrind.out.pid")).expect("pid");
         let mut command = Command::new("callgrind_control");
         let done = command.args([flag, pid.trim()]).output();
-        assert!(
-            done.is_ok_and(|out| out.status.success()),
-            "callgrind_control {flag} {pid}"
-        );
+        let done = done.is_ok_and(|out| out.status.success());
+        assert!(done, "callgrind_control {flag} {pid}");
     }
 
     /// Instructions per key of `variant` writing `row.batch` keys a call, in steady state: keys
@@ -163,28 +159,20 @@ impl Measured<'_> {
     /// key), or new keys on a server that has just written as many (fresh).
     fn measure(&mut self, row: Row, variant: Variant) {
         let (values, per_call) = (row.values, row.batch);
-        let keys = if per_call == BIG_CALL {
-            BIG_CALL
-        } else {
-            per_call * CALLS
-        };
+        let keys = per_call * if per_call == BIG_CALL { 1 } else { CALLS };
         // Keys when the phase starts: no hash table of any server resizes during it (Redis and
         // Valkey before 8.1 grow at powers of two, Valkey 8.1+ at 7 times one: 7,168, 8,192 |
         // 14,336, 16,384 | 28,672), and a lookup of each (a rehash step) ends the last resize.
         let fillers = if per_call == BIG_CALL { 17_000 } else { 8_500 } - keys;
         flush_now(&mut self.running.con);
-        let small = if values == Values::ShortKeys {
-            values
-        } else {
-            Values::Small
+        let small = match values {
+            Values::ShortKeys => values,
+            _ => Values::Small,
         };
         self.write(small, Variant::Floor, "f:", fillers, 100);
-        let warm = if row.workload == Workload::Overwrite {
-            "k:"
-        } else {
-            "w:"
-        };
-        for _ in 0..1 + (row.workload == Workload::Overwrite) as usize {
+        let overwrite = row.workload == Workload::Overwrite;
+        let warm = if overwrite { "k:" } else { "w:" };
+        for _ in 0..1 + overwrite as usize {
             self.write(values, variant, warm, keys, per_call);
         }
         for (prefix, count) in [("f:", fillers), (warm, keys)] {
@@ -203,16 +191,13 @@ impl Measured<'_> {
         let dump = self.dir.join(format!("callgrind.out.{}", self.dumps));
         let text = std::fs::read_to_string(&dump).expect("read the callgrind dump");
         let total = text.lines().find_map(|line| line.strip_prefix("summary: "));
-        let total: f64 = total
-            .and_then(|n| n.trim().parse().ok())
-            .expect("summary: in the dump");
-        self.instr
+        let total = total.and_then(|n| n.trim().parse::<f64>().ok());
+        let (instr, keys) = (&mut *self.instr, keys as f64);
+        instr
             .counts
-            .insert((row, variant), total / keys as f64);
+            .insert((row, variant), total.expect("summary: in the dump") / keys);
         if per_call == 100 && (variant == Variant::Module || FLOOR_PATHS.contains(&variant)) {
-            self.instr
-                .profiles
-                .insert((row, variant), annotate(&dump, keys as f64));
+            instr.profiles.insert((row, variant), annotate(&dump, keys));
         }
         let _ = std::fs::remove_file(dump);
     }
@@ -240,7 +225,7 @@ impl Measured<'_> {
 pub fn measure_server(
     bench: &Bench,
     instr: &mut Instr,
-    progress: &mut Progress,
+    p: &mut Progress,
     server: usize,
     dir: &TempDir,
 ) {
@@ -260,16 +245,13 @@ pub fn measure_server(
     let mut measure = |m: &mut Measured, row: Row, variant| {
         let label = bench.variant_label(row.setup, variant);
         let (name, r, w) = (target.describe(), row.values.regime(), row.workload.label());
-        progress.report(&format!("{name}, {r}, {w} x{}, {label}", row.batch));
+        p.report(&format!("{name}, {r}, {w} x{}, {label}", row.batch));
         m.measure(row, variant);
-        progress.done += 1;
+        p.done += 1;
     };
     for values in REGIMES {
         for row in Setup::plain(server).rows(values) {
-            for variant in [None, Some(Variant::Module)]
-                .into_iter()
-                .chain(FLOOR_PATHS.map(Some))
-            {
+            for variant in STORED {
                 m.stored(row, variant);
             }
             for variant in variants(target) {
@@ -277,16 +259,10 @@ pub fn measure_server(
             }
         }
     }
-    for row in Setup::plain(server).rows(Values::Small) {
-        for variant in [Variant::Module].into_iter().chain(FLOOR_PATHS) {
-            measure(
-                &mut m,
-                Row {
-                    batch: BIG_CALL,
-                    ..row
-                },
-                variant,
-            );
+    for mut row in Setup::plain(server).rows(Values::Small) {
+        row.batch = BIG_CALL;
+        for variant in STORED.into_iter().flatten() {
+            measure(&mut m, row, variant);
         }
     }
 }
@@ -321,8 +297,6 @@ fn annotate(dump: &Path, keys: f64) -> Profile {
     let (own, inclusive) = (lines("no"), lines("yes"));
     let total = inclusive.values().copied().fold(0.0, f64::max);
     let own = |f: &String| own.get(f).copied().filter(|own| *own < 0.99 * total);
-    let profile = inclusive
-        .iter()
-        .map(|(f, incl)| (f.clone(), own(f).unwrap_or(0.0), *incl));
-    profile.collect()
+    let row = |(f, incl): (&String, &f64)| (f.clone(), own(f).unwrap_or(0.0), *incl);
+    inclusive.iter().map(row).collect()
 }

@@ -1,41 +1,23 @@
-//! `make bench`: MSETEX side by side with MSET, a Lua loop, pipelined SETEX
-//! and, where the server has one, its built-in MSETEX, driven by
-//! redis-benchmark against servers started here.
+//! `make bench`: MSETEX side by side with MSET, a Lua loop, pipelined SETEX and, where the
+//! server has one, its built-in MSETEX, driven by redis-benchmark against servers started here;
+//! `--instr` (`make bench-instr`, `make bench-gate`): instructions per key under callgrind against
+//! the module API's floor (bench/floor), in every regime, on every server (`instr`).
 //!
-//! Every figure in docs/BENCHMARKS.md (and the block of README.md between
-//! the bench markers) is written by this program. Machines are shared and
-//! noisy, so each ratio is the median over rounds of the ratio measured
-//! within one round, where the variants run one after another on the same
-//! server.
+//! Every figure in docs/BENCHMARKS.md (and the block of README.md between the bench markers) is
+//! written by this program. Machines are shared and noisy, so each wall-clock ratio is the median
+//! over rounds of the ratio measured within one round, where the variants run one after another
+//! on the same server. Sections: the server under test (`REDIS_SERVER`, default Debian's
+//! redis-server) without persistence (1 to 1,000 keys per call, large and integer values), in
+//! the NUMKEYS form, with the AOF and one replica in both REPLICATE modes, in cluster mode; every
+//! server of ../shared/servers (or `SERVERS="bin ..."`) without persistence and with one
+//! replica; one call of 10,000 keys against one MSET; the PHP experiment the project started
+//! from; memory per key against SET ... EX; ACL LOAD of 2,000 users with and without the module.
+//! The targets (docs/bench-targets.txt) are checked in both modes. Options: `options`.
 //!
-//! Sections:
-//! - the server under test (`REDIS_SERVER`, default Debian's redis-server):
-//!   no persistence (1 to 1,000 keys per call, large and integer values),
-//!   the NUMKEYS form, AOF and one replica in both REPLICATE modes;
-//! - the matrix: every server of ../shared/servers (or `SERVERS="bin ..."`)
-//!   without persistence and with one replica, the built-in MSETEX beside
-//!   the module where the server has one;
-//! - the module API's floor: bench/floor (`floor.bare`, `floor.events`),
-//!   loaded beside the module without persistence and run in the same
-//!   rounds in the rows of 100 keys per call, on every server;
-//! - one call of 10,000 keys (new and refreshed) against one MSET and one
-//!   `floor.events` of them, and the PHP experiment the project started from;
-//! - memory per key against SET ... EX;
-//! - ACL LOAD of 2,000 users with the module and without.
-//!
-//! The targets the report checks (the ratios MSETEX must stay within) are
-//! read from docs/bench-targets.txt.
-//!
-//! Options: `--quick` (two rounds, fewer keys and rows: a minute or two),
-//! `--rounds N` (default 7), `--keys N` keys written per run (default
-//! 200000), `--no-matrix`, `--out PATH` (default docs/BENCHMARKS.md),
-//! `--readme PATH` (default README.md, "-" to leave it alone). Paths are
-//! relative to the working directory (`make bench`: the repository root).
-//!
-//! Modules: `options` (the command line), `plan` (what is measured, on which
-//! server), `pinning` (CPUs), `run` (the runner and the experiments),
-//! `statistics`, `targets` (the targets file and the verdicts), `report`
-//! (docs/BENCHMARKS.md, the README block) and `machine`.
+//! Modules: `options` (the command line), `plan` (what is measured, on which server), `pinning`
+//! (CPUs), `run` (the runner and the experiments), `instr`, `statistics`, `targets` (the targets
+//! file and the verdicts), `report` (docs/BENCHMARKS.md, docs/PROFILE.md, the README block) and
+//! `machine`.
 
 mod instr;
 mod machine;

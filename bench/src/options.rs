@@ -99,13 +99,12 @@ mod tests {
         let gate = parse_all(&["--gate", "--out", "target/gate.md", "--profile", "-"]);
         assert!(gate.instr && gate.gate);
         assert_eq!((&*gate.out, &*gate.profile), ("target/gate.md", "-"));
-    }
-
-    #[test]
-    fn later_flags_win() {
+        // Later flags win.
         let options = parse_all(&["--quick", "--rounds", "3", "--keys", "1000", "--no-matrix"]);
-        assert_eq!((options.rounds, options.keys_per_run), (3, 1000));
-        assert!(!options.matrix);
+        assert_eq!(
+            (options.rounds, options.keys_per_run, options.matrix),
+            (3, 1000, false)
+        );
     }
 
     #[test]

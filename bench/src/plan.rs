@@ -44,9 +44,13 @@ pub struct Setup {
     pub replicate: Replicate,
 }
 
+/// No persistence (and REPLICATE SET); one replica with REPLICATE MSETEX.
+pub const NONE: (Persistence, Replicate) = (Persistence::None, Replicate::Set);
+pub const REPLICA: (Persistence, Replicate) = (Persistence::Replica, Replicate::Msetex);
+
 impl Setup {
     /// The TTL form on `server`, with this persistence and REPLICATE mode.
-    pub fn ttl(server: usize, persistence: Persistence, replicate: Replicate) -> Setup {
+    pub fn ttl(server: usize, (persistence, replicate): (Persistence, Replicate)) -> Setup {
         let form = Form::Ttl;
         Setup {
             server,
@@ -58,7 +62,7 @@ impl Setup {
 
     /// The TTL form without persistence on `server`.
     pub fn plain(server: usize) -> Setup {
-        Setup::ttl(server, Persistence::None, Replicate::Set)
+        Setup::ttl(server, NONE)
     }
 
     /// The setup's rows of 100 keys per call with these values: overwrite, fresh.
@@ -174,10 +178,8 @@ pub fn servers(options: &Options) -> &'static [Target] {
         // One server per release: a build that reports the version of one listed before it
         // (../shared/servers/redis-keystep reports 8.6.3) is not a release.
         for server in targets_at(&paths) {
-            if list
-                .iter()
-                .all(|known| known.describe() != server.describe())
-            {
+            let known: Vec<String> = list.iter().map(Target::describe).collect();
+            if !known.contains(&server.describe()) {
                 list.push(server);
             }
         }
@@ -220,38 +222,27 @@ pub fn rows_of(setup: Setup, options: &Options) -> Vec<Row> {
 /// Every setup, in groups that run at once, interleaved round by round,
 /// so that their figures can be compared within a round.
 pub fn groups(servers: &[Target]) -> Vec<Vec<Setup>> {
-    let setup = |server, form, persistence, replicate| Setup {
-        server,
-        form,
-        persistence,
-        replicate,
+    let main = |persistence| {
+        Replicate::BOTH
+            .map(|r| Setup::ttl(0, (persistence, r)))
+            .to_vec()
     };
-    let mut list = vec![
-        vec![
-            setup(0, Form::Ttl, Persistence::None, Replicate::Set),
-            setup(0, Form::Numkeys, Persistence::None, Replicate::Set),
-        ],
-        Replicate::BOTH
-            .map(|mode| setup(0, Form::Ttl, Persistence::Aof, mode))
-            .to_vec(),
-        Replicate::BOTH
-            .map(|mode| setup(0, Form::Ttl, Persistence::Replica, mode))
-            .to_vec(),
-        vec![setup(0, Form::Ttl, Persistence::Cluster, Replicate::Set)],
-    ];
+    let numkeys = Setup {
+        form: Form::Numkeys,
+        ..Setup::plain(0)
+    };
+    let cluster = Setup::ttl(0, (Persistence::Cluster, Replicate::Set));
+    let mut list = vec![vec![Setup::plain(0), numkeys]];
+    list.extend([
+        main(Persistence::Aof),
+        main(Persistence::Replica),
+        vec![cluster],
+    ]);
     for server in 1..servers.len() {
-        list.push(vec![setup(
-            server,
-            Form::Ttl,
-            Persistence::None,
-            Replicate::Set,
-        )]);
-        list.push(vec![setup(
-            server,
-            Form::Ttl,
-            Persistence::Replica,
-            Replicate::Msetex,
-        )]);
+        list.extend([
+            vec![Setup::plain(server)],
+            vec![Setup::ttl(server, REPLICA)],
+        ]);
     }
     list
 }
@@ -275,16 +266,16 @@ pub fn variants(row: Row, servers: &[Target]) -> Vec<Variant> {
 /// How many redis-benchmark runs the groups make: every variant of every
 /// row of every setup, once per round.
 pub fn run_count(groups: &[Vec<Setup>], servers: &[Target], options: &Options) -> usize {
+    let runs = |setup| -> usize {
+        rows_of(setup, options)
+            .iter()
+            .map(|r| variants(*r, servers).len())
+            .sum()
+    };
     groups
         .iter()
         .flatten()
-        .map(|setup| {
-            rows_of(*setup, options)
-                .iter()
-                .map(|row| variants(*row, servers).len())
-                .sum::<usize>()
-                * options.rounds
-        })
+        .map(|setup| runs(*setup) * options.rounds)
         .sum()
 }
 
@@ -336,14 +327,12 @@ pub(crate) mod tests {
             (1, Persistence::Replica)
         );
         let row = rows_of(replica, &Options::default())[0];
-        assert_eq!(
-            variants(row, &servers),
-            [
-                Variant::Module,
-                Variant::Mset,
-                Variant::Builtin,
-                Variant::Setex
-            ]
-        );
+        let expected = [
+            Variant::Module,
+            Variant::Mset,
+            Variant::Builtin,
+            Variant::Setex,
+        ];
+        assert_eq!(variants(row, &servers), expected);
     }
 }

@@ -13,6 +13,7 @@ use crate::statistics::{median, median_ratio};
 use std::collections::BTreeMap;
 
 /// Medians and within-round ratios, ready to print.
+#[derive(Default)]
 pub struct Report {
     /// (row, variant) -> median sample
     cells: BTreeMap<(Row, Variant), Sample>,
@@ -60,43 +61,51 @@ impl Report {
     /// The median sample of a row's variant and its within-round ratios.
     fn add(&mut self, bench: &Bench, row: Row, variant: Variant, samples: &[Sample]) {
         let med = |f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
-        self.cells.insert(
-            (row, variant),
-            Sample {
-                keys_per_sec: med(|s| s.keys_per_sec),
-                server_us_per_key: med(|s| s.server_us_per_key),
-                cpu_us_per_key: med(|s| s.cpu_us_per_key),
-                p50_ms: med(|s| s.p50_ms),
-                p99_ms: med(|s| s.p99_ms),
-                failed: samples.iter().map(|s| s.failed).sum(),
-            },
-        );
+        let sample = Sample {
+            keys_per_sec: med(|s| s.keys_per_sec),
+            server_us_per_key: med(|s| s.server_us_per_key),
+            cpu_us_per_key: med(|s| s.cpu_us_per_key),
+            p50_ms: med(|s| s.p50_ms),
+            p99_ms: med(|s| s.p99_ms),
+            failed: samples.iter().map(|s| s.failed).sum(),
+        };
+        self.cells.insert((row, variant), sample);
         for den in [
             Variant::Mset,
             Variant::Builtin,
             Variant::Lua,
             Variant::Setex,
         ] {
+            let (a, b) = ((row, variant), (row, den));
             let ratio = match variant == Variant::Setex || den == Variant::Setex {
-                true => per_round(bench, row, variant, den, |s| s.cpu_us_per_key),
-                false => per_round(bench, row, variant, den, |s| s.server_us_per_key),
+                true => per_round(bench, a, b, |s| s.cpu_us_per_key),
+                false => per_round(bench, a, b, |s| s.server_us_per_key),
             };
             if ratio.is_finite() {
                 self.ratios.insert((row, variant, den), ratio);
             }
         }
-        self.rate_ratios.insert(
-            (row, variant),
-            per_round(bench, row, variant, Variant::Mset, |s| s.keys_per_sec),
-        );
+        let rate = per_round(bench, (row, variant), (row, Variant::Mset), |s| {
+            s.keys_per_sec
+        });
+        self.rate_ratios.insert((row, variant), rate);
     }
 
     /// The within-round ratio of the module to `den` in the row given.
     pub fn ratio(&self, row: Row, den: Variant) -> f64 {
-        self.ratios
-            .get(&(row, Variant::Module, den))
-            .copied()
-            .unwrap_or(f64::NAN)
+        let ratio = self.ratios.get(&(row, Variant::Module, den));
+        ratio.copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// A targets table's rows.
+pub fn goals_table(goals: &[crate::targets::goals::Goal], md: &mut String) {
+    for goal in goals {
+        let holds = if goal.holds { "yes" } else { "**no**" };
+        md.push_str(&format!(
+            "| {} | {} | {holds} |\n",
+            goal.what, goal.measured
+        ));
     }
 }
 
@@ -116,48 +125,35 @@ pub fn splice_file(path: &str, block: &str) {
     eprintln!("wrote the instruction section of {path}");
 }
 
-/// The median of the within-round ratios of `f` between two variants of a row.
-fn per_round(bench: &Bench, row: Row, num: Variant, den: Variant, f: fn(&Sample) -> f64) -> f64 {
-    let (Some(a), Some(b)) = (
-        bench.samples.get(&(row, num)),
-        bench.samples.get(&(row, den)),
-    ) else {
-        return f64::NAN;
+/// The median of the within-round ratios of `f` between two (row, variant) runs.
+fn per_round(bench: &Bench, a: (Row, Variant), b: (Row, Variant), f: fn(&Sample) -> f64) -> f64 {
+    let figures = |k| {
+        bench
+            .samples
+            .get(&k)
+            .map_or(Vec::new(), |s| s.iter().map(f).collect())
     };
-    let a: Vec<f64> = a.iter().map(f).collect();
-    let b: Vec<f64> = b.iter().map(f).collect();
-    median_ratio(&a, &b)
+    median_ratio(&figures(a), &figures(b))
 }
 
-/// (workload, values) -> the NUMKEYS form's server time per key over the
-/// TTL form's, median of the rounds.
+/// (workload, values) -> the NUMKEYS form's server time per key over the TTL form's, median of
+/// the rounds. The two forms run on identical servers (pinned alike), one after the other in each
+/// round: their server times compare directly (dividing each by its own server's MSET first added
+/// MSET's noise: MSET of new integers took 0.55 or 0.9 us a key from one server to the next).
 fn numkeys_vs_ttl(bench: &Bench) -> BTreeMap<(Workload, Values), f64> {
     let mut numkeys_vs_ttl = BTreeMap::new();
     for values in [Values::Small, Values::Integer] {
-        for workload in Workload::BOTH {
-            let row = |form| Row {
+        for row in Setup::plain(0).rows(values) {
+            let numkeys = Row {
                 setup: Setup {
-                    form,
-                    ..Setup::plain(0)
+                    form: Form::Numkeys,
+                    ..row.setup
                 },
-                workload,
-                values,
-                batch: 100,
+                ..row
             };
-            // The two forms run on identical servers (pinned alike), one
-            // after the other in each round: their server times compare
-            // directly. Dividing each by its own server's MSET first
-            // added MSET's noise: MSET of new integers took 0.55 or
-            // 0.9 us a key from one server process to the next.
-            let cost = |form| -> Vec<f64> {
-                bench
-                    .samples
-                    .get(&(row(form), Variant::Module))
-                    .map(|samples| samples.iter().map(|s| s.server_us_per_key).collect())
-                    .unwrap_or_default()
-            };
-            let ratio = median_ratio(&cost(Form::Numkeys), &cost(Form::Ttl));
-            numkeys_vs_ttl.insert((workload, values), ratio);
+            let (a, b) = ((numkeys, Variant::Module), (row, Variant::Module));
+            let ratio = per_round(bench, a, b, |s| s.server_us_per_key);
+            numkeys_vs_ttl.insert((row.workload, values), ratio);
         }
     }
     numkeys_vs_ttl
@@ -165,33 +161,6 @@ fn numkeys_vs_ttl(bench: &Bench) -> BTreeMap<(Workload, Values), f64> {
 
 /// Failed calls of every run, plus the runs that failed.
 fn failed_calls(bench: &Bench) -> u64 {
-    bench
-        .samples
-        .values()
-        .flatten()
-        .map(|s| s.failed)
-        .sum::<u64>()
-        + bench.failures.len() as u64
-}
-
-#[cfg(test)]
-impl Report {
-    /// A report of nothing measured: every ratio NaN.
-    pub fn empty() -> Report {
-        Report {
-            cells: BTreeMap::new(),
-            big_calls: Vec::new(),
-            classic: Vec::new(),
-            memory: Memory { rows: Vec::new() },
-            acl_load: AclLoad {
-                with_ms: f64::NAN,
-                without_ms: f64::NAN,
-                ratio: f64::NAN,
-            },
-            failed_calls: 0,
-            ratios: BTreeMap::new(),
-            rate_ratios: BTreeMap::new(),
-            numkeys_vs_ttl: BTreeMap::new(),
-        }
-    }
+    let calls: u64 = bench.samples.values().flatten().map(|s| s.failed).sum();
+    calls + bench.failures.len() as u64
 }

@@ -32,19 +32,15 @@ pub struct Sample {
     pub failed: u64,
 }
 
-impl Sample {
-    /// What a failed run leaves: NaN, so rounds stay aligned across rows.
-    fn failed_run() -> Sample {
-        Sample {
-            keys_per_sec: f64::NAN,
-            server_us_per_key: f64::NAN,
-            cpu_us_per_key: f64::NAN,
-            p50_ms: f64::NAN,
-            p99_ms: f64::NAN,
-            failed: 0,
-        }
-    }
-}
+/// What a failed run leaves: NaN, so rounds stay aligned across rows.
+const FAILED_RUN: Sample = Sample {
+    keys_per_sec: f64::NAN,
+    server_us_per_key: f64::NAN,
+    cpu_us_per_key: f64::NAN,
+    p50_ms: f64::NAN,
+    p99_ms: f64::NAN,
+    failed: 0,
+};
 
 pub struct Bench {
     pub options: Options,
@@ -104,16 +100,6 @@ impl Bench {
         &self.servers[setup.server]
     }
 
-    fn module_args(&self, setup: Setup) -> Vec<String> {
-        let server = self.server(setup);
-        let mut args = match setup.form {
-            Form::Ttl => server.default_module_args(),
-            Form::Numkeys => server.numkeys_module_args(),
-        };
-        args.extend(["REPLICATE".to_owned(), setup.replicate.arg().to_owned()]);
-        args
-    }
-
     pub fn module_name(&self, setup: Setup) -> &'static str {
         let server = self.server(setup);
         match setup.form {
@@ -124,7 +110,12 @@ impl Bench {
 
     /// The primary's configuration (a replica with the module gets the same).
     fn config(&self, setup: Setup) -> ServerConfig {
-        let args = self.module_args(setup);
+        let server = self.server(setup);
+        let mut args = match setup.form {
+            Form::Ttl => server.default_module_args(),
+            Form::Numkeys => server.numkeys_module_args(),
+        };
+        args.extend(["REPLICATE".to_owned(), setup.replicate.arg().to_owned()]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut config = ServerConfig::default()
             .binary(self.server(setup))
@@ -176,26 +167,23 @@ impl Bench {
 
     pub fn describe_setup(&self, setup: Setup) -> String {
         let server = self.server(setup).describe();
-        let form = match setup.form {
-            Form::Ttl => "",
-            Form::Numkeys => ", NUMKEYS form",
+        let form = if setup.form == Form::Numkeys {
+            ", NUMKEYS form"
+        } else {
+            ""
+        };
+        let mode = format!("REPLICATE {}", setup.replicate.arg());
+        let with = if setup.replicate == Replicate::Set {
+            "without"
+        } else {
+            "with"
         };
         let persistence = match setup.persistence {
             Persistence::None => "no persistence".to_owned(),
-            Persistence::Aof => format!(
-                "appendonly yes (everysec), REPLICATE {}",
-                setup.replicate.arg()
-            ),
-            Persistence::Replica => format!(
-                "one replica attached{}, REPLICATE {}",
-                match setup.replicate {
-                    Replicate::Set => " (without the module)",
-                    Replicate::Msetex => " (with the module)",
-                },
-                setup.replicate.arg()
-            ),
+            Persistence::Aof => format!("appendonly yes (everysec), {mode}"),
+            Persistence::Replica => format!("one replica attached ({with} the module), {mode}"),
             Persistence::Cluster => {
-                "cluster mode (one node, no replica, keys of one hash tag)".to_owned()
+                "cluster mode (one node, no replica, keys of one hash tag)".into()
             }
         };
         format!("{server}{form}, {persistence}")
@@ -205,8 +193,8 @@ impl Bench {
     /// every setup once per round.
     pub fn run_group(&mut self, group: &[Setup]) {
         for setup in group {
-            self.progress
-                .report(&format!("starting {}", self.describe_setup(*setup)));
+            let starting = format!("starting {}", self.describe_setup(*setup));
+            self.progress.report(&starting);
         }
         let mut running: Vec<Running> = group.iter().map(|setup| self.start(*setup)).collect();
         for round in 1..=self.options.rounds {
@@ -221,36 +209,31 @@ impl Bench {
     }
 
     fn run_and_record(&mut self, running: &mut Running, row: Row, variant: Variant, round: usize) {
-        let what = format!(
-            "{}: {} {} x{}, {}",
+        let (setup, label) = (
             self.describe_setup(row.setup),
-            row.workload.label(),
-            row.values.label(),
-            row.batch,
             self.variant_label(row.setup, variant),
         );
+        let (workload, values, batch) = (row.workload.label(), row.values.label(), row.batch);
+        let what = format!("{setup}: {workload} {values} x{batch}, {label}");
+        let rounds = self.options.rounds;
         self.progress
-            .report(&format!("{what}, round {round}/{}", self.options.rounds));
+            .report(&format!("{what}, round {round}/{rounds}"));
         // A failed run leaves NaN, so rounds stay aligned across rows.
         let sample = self
             .run_once(running, row, variant)
             .unwrap_or_else(|reason| {
                 self.failures.push(format!("{what}: {reason}"));
-                Sample::failed_run()
+                FAILED_RUN
             });
         self.samples.entry((row, variant)).or_default().push(sample);
         self.progress.done += 1;
     }
 
     pub fn variant_label(&self, setup: Setup, variant: Variant) -> String {
+        let name = self.module_name(setup).to_uppercase();
         match variant {
-            Variant::Module => match setup.form {
-                Form::Ttl => format!("{} (module)", self.module_name(setup).to_uppercase()),
-                Form::Numkeys => format!(
-                    "{} numkeys (module)",
-                    self.module_name(setup).to_uppercase()
-                ),
-            },
+            Variant::Module if setup.form == Form::Ttl => format!("{name} (module)"),
+            Variant::Module => format!("{name} numkeys (module)"),
             Variant::Mset => "MSET (no TTL)".to_owned(),
             Variant::Builtin => "MSETEX (built-in)".to_owned(),
             Variant::Lua => "Lua SET EX loop".to_owned(),
@@ -332,14 +315,7 @@ impl Bench {
                 args.extend((0..row.batch).map(|_| value.clone()));
                 args.push(TTL.to_owned());
             }
-            Variant::Setex => {
-                args.extend([
-                    "SETEX".to_owned(),
-                    key.clone(),
-                    TTL.to_owned(),
-                    value.clone(),
-                ]);
-            }
+            Variant::Setex => args.extend(["SETEX", &key, TTL, &value].map(str::to_owned)),
             // The module's TTL form (and the floors, which take the same arguments).
             _ => {
                 args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
@@ -403,19 +379,27 @@ impl Bench {
             Workload::Overwrite => OVERWRITE_KEYSPACE as u64,
             Workload::Fresh => FRESH_KEYSPACE,
         };
-        let output = self
-            .pinning
-            .client("redis-benchmark")
-            .args(["-h", "127.0.0.1", "-p", &running.server.port().to_string()])
-            .args(["-c", &CLIENTS.to_string(), "-n", &requests.to_string()])
-            .args([
-                "-r",
-                &keyspace.to_string(),
-                "-P",
-                &pipeline.to_string(),
-                "--csv",
-            ])
-            .args(args)
+        let (port, clients) = (running.server.port().to_string(), CLIENTS.to_string());
+        let (requests, keyspace, pipeline) = (
+            requests.to_string(),
+            keyspace.to_string(),
+            pipeline.to_string(),
+        );
+        let mut command = self.pinning.client("redis-benchmark");
+        command.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-c",
+            &clients,
+            "-n",
+            &requests,
+        ]);
+        command
+            .args(["-r", &keyspace, "-P", &pipeline, "--csv"])
+            .args(args);
+        let output = command
             .output()
             .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;
         parse_csv(
@@ -462,8 +446,7 @@ fn preload(con: &mut Connection, prefix: &str, value: &str) {
                 .arg(format!("{prefix}{i:012}"))
                 .arg(value)
                 .arg("EX")
-                .arg(TTL)
-                .ignore();
+                .arg(TTL);
         }
         pipe.query::<()>(con).expect("preload");
     }
@@ -499,19 +482,12 @@ mod tests {
         let stdout = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
              \"MSET\",\"12345.67\",\"1.500\",\"0.100\",\"1.400\",\"2.000\",\"2.500\",\"9.000\"\n";
         let csv = parse_csv(stdout, "").unwrap();
-        assert_eq!(
-            (csv.requests_per_sec, csv.p50_ms, csv.p99_ms),
-            (12345.67, 1.4, 2.5)
-        );
-    }
-
-    #[test]
-    fn no_result_line_is_a_failed_run() {
+        let figures = (csv.requests_per_sec, csv.p50_ms, csv.p99_ms);
+        assert_eq!(figures, (12345.67, 1.4, 2.5));
+        // No result line: a failed run.
         let error = parse_csv("\"test\",\"rps\"\n", "Connection refused").err();
-        assert_eq!(
-            error.as_deref(),
-            Some("redis-benchmark gave no result: Connection refused")
-        );
+        let refused = "redis-benchmark gave no result: Connection refused";
+        assert_eq!(error.as_deref(), Some(refused));
         let error = parse_csv("\"MSET\",\"1\",\"2\"\n", "").err().unwrap();
         assert!(
             error.starts_with("unexpected redis-benchmark output"),

@@ -17,17 +17,15 @@
 //!   `RedisModule_ReplicateVerbatim` n times (each adds one to the server's change counter), and
 //!   the server drops what it queues because the nested call was made without replication.
 //! - `floor.mset`, same arguments: SET's encodings (an integer as `int`, a short value embedded as
-//!   SET embeds it), which no key-API write gives: the pairs go to the server's MSET through
-//!   `RedisModule_Call` (`v`, one nested call; when a value is an integer, calls of 64, 32, ... 1
-//!   pairs whose values MSET copies, `sb`: only a value the call does not share is one MSET
-//!   re-encodes); then per key `RedisModule_OpenKey`, the deadline, `RedisModule_CloseKey` and the
-//!   `expire` event. MSET fires `set`, signals the keys and counts the changes itself.
+//!   SET embeds it), which no key-API write gives: the server's MSET of the pairs through
+//!   `RedisModule_Call` (see `mset`), which fires `set`, signals the keys and counts the changes;
+//!   then per key `RedisModule_OpenKey`, the deadline, `RedisModule_CloseKey`, the `expire` event.
 //!
 //! Validation is minimal (arity, integer seconds above 0): no slot, ACL, type or size checks; no
 //! encoding rules outside `floor.mset` (`floor.bare` and `floor.events` store an integer as the
 //! string it came as, and write a same-length value in place even where SET would embed it).
-//! Module option `NO_IMPLICIT_SIGNAL_MODIFIED` is set at load (where the server knows it), so closing a key
-//! does not signal it: `floor.events` signals each key once, `floor.bare` not at all.
+//! Module option `NO_IMPLICIT_SIGNAL_MODIFIED` is set at load (where the server knows it), so
+//! closing a key does not signal it: `floor.events` signals each key once, `floor.bare` never.
 //!
 //! `unsafe` is allowed here: every module API call is one, each block says why it holds.
 

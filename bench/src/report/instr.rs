@@ -61,64 +61,53 @@ impl Instr {
              values (the {BIG_CALL}-key call: long keys).\n\n\
              | target | measured | holds |\n| --- | ---: | --- |"
         );
-        for goal in goals {
-            let holds = if goal.holds { "yes" } else { "**no**" };
-            let _ = writeln!(md, "| {} | {} | {holds} |", goal.what, goal.measured);
-        }
-        let big = (" (one call of 10,000 keys)", BIG_CALL, &REGIMES[1..2]);
-        for (title, batch, regimes) in [("", 100, &REGIMES[..]), big] {
-            let (ratios, counts): (&[_], &[_]) = match batch {
-                100 => (
-                    &[None, Some(Variant::Setex), Some(Variant::Builtin)],
-                    &[Variant::Floor, Variant::FloorEvents, Variant::FloorMset]
-                        .map(Some)
-                        .into_iter()
-                        .chain([
-                            Some(Variant::Mset),
-                            Some(Variant::Setex),
-                            Some(Variant::Builtin),
-                        ])
-                        .collect::<Vec<_>>(),
-                ),
-                _ => (&[None], &FLOOR_PATHS.map(Some)),
-            };
+        super::goals_table(goals, &mut md);
+        // Columns: a variant's instructions per key (None: the floor's), or MSETEX's over it.
+        use Variant::*;
+        let counts =
+            [Floor, FloorEvents, FloorMset, Mset, Setex, Builtin].map(|v| (false, Some(v)));
+        let ratios = [None, Some(Setex), Some(Builtin)].map(|den| (true, den));
+        let all: Vec<_> = [(false, Some(Module)), (false, None)]
+            .into_iter()
+            .chain(ratios)
+            .chain(counts)
+            .collect();
+        let big: Vec<_> = all
+            .iter()
+            .copied()
+            .filter(|(_, v)| v.is_none_or(|v| v == Module || FLOOR_PATHS.contains(&v)))
+            .collect();
+        for (title, batch, regimes, columns) in [
+            ("", 100, &REGIMES[..], all),
+            (" (one call of 10,000 keys)", BIG_CALL, &REGIMES[1..2], big),
+        ] {
             for &values in regimes {
+                let head = |&(ratio, v): &(bool, Option<Variant>)| {
+                    let over = if ratio { "MSETEX / " } else { "" };
+                    format!("{over}{}", v.map_or("floor", label))
+                };
+                let titles: Vec<String> = columns.iter().map(head).collect();
+                let bars = "| ---: ".repeat(columns.len());
+                let regime = values.regime();
                 let _ = writeln!(
                     md,
-                    "\n### {}{title}\n\nInstructions per key, overwrite / new.\n\n\
-                     | server | MSETEX | floor | MSETEX / {} | {} |\n| --- {}|",
-                    values.regime(),
-                    ratios
-                        .iter()
-                        .map(|den| den.map_or("floor", |d| label(d)))
-                        .collect::<Vec<_>>()
-                        .join(" | MSETEX / "),
-                    counts
-                        .iter()
-                        .map(|v| label(v.unwrap()))
-                        .collect::<Vec<_>>()
-                        .join(" | "),
-                    "| ---: ".repeat(2 + ratios.len() + counts.len())
+                    "\n### {regime}{title}\n\nInstructions per key, overwrite / new.\n"
                 );
+                let _ = writeln!(md, "| server | {} |\n| --- {bars}|", titles.join(" | "));
                 for (index, server) in servers.iter().enumerate() {
                     let has = variants(server);
-                    let figure = |variant: Option<Variant>, ratio: Option<Option<Variant>>| match (
-                        variant.or(ratio.flatten()),
-                        ratio,
-                    ) {
-                        (Some(v), _) if !has.contains(&v) && batch == 100 => "-".into(),
-                        (_, Some(den)) => both(index, values, batch, |r| {
+                    let cells = columns.iter().map(|&(ratio, v)| match (ratio, v) {
+                        (_, Some(v)) if !has.contains(&v) => "-".into(),
+                        (true, den) => both(index, values, batch, |r| {
                             format!("{:.3}", self.ratio(r, den))
                         }),
-                        _ => both(index, values, batch, |r| {
-                            let v = variant.or_else(|| self.floor(r));
+                        (false, v) => both(index, values, batch, |r| {
+                            let v = v.or_else(|| self.floor(r));
                             v.map_or("-".into(), |v| format!("{:.0}", self.count(r, v)))
                         }),
-                    };
-                    let mut row = vec![figure(Some(Variant::Module), None), figure(None, None)];
-                    row.extend(ratios.iter().map(|den| figure(None, Some(*den))));
-                    row.extend(counts.iter().map(|v| figure(*v, None)));
-                    let _ = writeln!(md, "| {} | {} |", server.describe(), row.join(" | "));
+                    });
+                    let cells: Vec<String> = cells.collect();
+                    let _ = writeln!(md, "| {} | {} |", server.describe(), cells.join(" | "));
                 }
             }
         }
@@ -126,40 +115,30 @@ impl Instr {
         md + END
     }
 
-    /// Which floor path each regime takes, and where MSETEX leaves a key other than SET EX.
+    /// Which floor path each regime takes, and what a key holds after SET EX (and after MSETEX
+    /// where that differs).
     fn fairness_markdown(&self, servers: &[Target], md: &mut String) {
         let _ = writeln!(
             md,
             "\n### The floor of each regime, and what a key holds\n\nThe floor path (overwrite \
-             / new), and SET EX's OBJECT ENCODING and MEMORY USAGE, which the floor path's key \
-             has too.\n\n| server | {} |\n| --- | --- | --- | --- | --- |",
+             / new), SET EX's OBJECT ENCODING and MEMORY USAGE, which the floor path's key has \
+             too, and MSETEX's where they differ (its ratio to the floor then compares unlike \
+             results).\n\n| server | {} |\n| --- | --- | --- | --- | --- |",
             REGIMES.map(Values::regime).join(" | ")
         );
-        let mut differs = Vec::new();
         for (index, server) in servers.iter().enumerate() {
             let cells = REGIMES.map(|values| {
                 both(index, values, 100, |row| {
                     let stored = |v| self.stored.get(&(row, v)).cloned().unwrap_or_default();
                     let (set, module) = (stored(None), stored(Some(Variant::Module)));
-                    if module != set {
-                        let (r, w) = (values.regime(), row.workload.label());
-                        let server = server.describe();
-                        differs.push(format!("{server}, {r}, {w}: `{module}`, SET EX `{set}`"));
+                    let floor = self.floor(row).map_or("none", label);
+                    match module == set {
+                        true => format!("{floor} ({set})"),
+                        false => format!("{floor} ({set}; MSETEX: {module})"),
                     }
-                    format!("{} ({set})", self.floor(row).map_or("none", label))
                 })
             });
             let _ = writeln!(md, "| {} | {} |", server.describe(), cells.join(" | "));
-        }
-        if !differs.is_empty() {
-            let _ = writeln!(
-                md,
-                "\nWhere MSETEX leaves a key other than SET EX does (OBJECT ENCODING, MEMORY \
-                 USAGE); its ratio to the floor then compares unlike results:\n"
-            );
-            differs
-                .iter()
-                .for_each(|line| md.push_str(&format!("- {line}\n")));
         }
     }
 
@@ -181,10 +160,10 @@ impl Instr {
                 let list = self
                     .profiles
                     .get(&(row, variant))
-                    .map(Vec::as_slice)
+                    .cloned()
                     .unwrap_or_default();
-                let found = list.iter().find(|(name, ..)| name == function);
-                found.map_or(0.0, |(_, own, incl)| if inclusive { *incl } else { *own })
+                let found = list.into_iter().find(|(name, ..)| name == function);
+                found.map_or(0.0, |(_, own, incl)| if inclusive { incl } else { own })
             };
             match self.floor(row) {
                 Some(_) if inclusive => find(Variant::Module),
@@ -193,32 +172,24 @@ impl Instr {
             }
         };
         for (index, server) in servers.iter().enumerate() {
-            let rows: Vec<&Row> = missed
-                .iter()
-                .filter(|row| row.setup.server == index)
-                .collect();
+            let mut rows = missed.to_vec();
+            rows.retain(|row| row.setup.server == index);
             let mut functions = BTreeSet::new();
-            for &&row in &rows {
+            for &row in &rows {
+                let profile = |v| self.profiles.get(&(row, v)).cloned().unwrap_or_default();
                 let profiles = [Variant::Module, Variant::FloorEvents, Variant::FloorMset];
-                let profiles =
-                    profiles.map(|v| self.profiles.get(&(row, v)).cloned().unwrap_or_default());
-                let mut names: Vec<String> = profiles
+                let names = profiles
+                    .map(profile)
                     .concat()
                     .into_iter()
-                    .map(|(name, ..)| name)
-                    .collect();
-                names.sort();
-                names.dedup();
+                    .map(|(name, ..)| name);
+                let mut names: Vec<String> = names.collect::<BTreeSet<_>>().into_iter().collect();
                 for inclusive in [false, true] {
                     names.retain(|name| !inclusive || name.starts_with("msetex::"));
                     let by = |name: &String| -figure(row, name, inclusive).abs();
                     names.sort_by(|a, b| by(a).total_cmp(&by(b)));
-                    functions.extend(
-                        names
-                            .iter()
-                            .take(6 - inclusive as usize)
-                            .map(|n| (inclusive, n.clone())),
-                    );
+                    let top = names.iter().take(6 - inclusive as usize);
+                    functions.extend(top.map(|name| (inclusive, name.clone())));
                 }
             }
             if rows.is_empty() {
@@ -232,7 +203,7 @@ impl Instr {
             );
             for (inclusive, function) in &functions {
                 let values = REGIMES.map(|values| {
-                    both(index, values, 100, |row| match rows.contains(&&row) {
+                    both(index, values, 100, |row| match rows.contains(&row) {
                         false => "-".into(),
                         true if *inclusive => format!("{:.0}", figure(row, function, true)),
                         true => format!("{:+.0}", figure(row, function, false)),

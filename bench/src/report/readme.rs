@@ -9,38 +9,21 @@ const START: &str = "<!-- bench:start -->";
 const END: &str = "<!-- bench:end -->";
 const INLINE_END: &str = "<!--/bench-->";
 
-/// The block's rows: (label, persistence, REPLICATE mode, values).
-const LINES: [(&str, Persistence, Replicate, Values); 5] = [
-    (
-        "no persistence",
-        Persistence::None,
-        Replicate::Set,
-        Values::Small,
-    ),
-    (
-        "integer values",
-        Persistence::None,
-        Replicate::Set,
-        Values::Integer,
-    ),
+/// The block's rows: (label, persistence and REPLICATE mode, values).
+const LINES: [(&str, (Persistence, Replicate), Values); 5] = [
+    ("no persistence", NONE, Values::Small),
+    ("integer values", NONE, Values::Integer),
     (
         "cluster mode",
-        Persistence::Cluster,
-        Replicate::Set,
+        (Persistence::Cluster, Replicate::Set),
         Values::Small,
     ),
     (
         "one replica, `REPLICATE SET`",
-        Persistence::Replica,
-        Replicate::Set,
+        (Persistence::Replica, Replicate::Set),
         Values::Small,
     ),
-    (
-        "one replica, `REPLICATE MSETEX`",
-        Persistence::Replica,
-        Replicate::Msetex,
-        Values::Small,
-    ),
+    ("one replica, `REPLICATE MSETEX`", REPLICA, Values::Small),
 ];
 
 /// The inline figures: name, and the setup whose MSETEX costs they give.
@@ -63,12 +46,8 @@ impl Report {
             return;
         };
         for (name, replicate) in INLINE {
-            let [overwrite, fresh] = self.costs(
-                Persistence::Replica,
-                replicate,
-                Values::Small,
-                Variant::Module,
-            );
+            let setup = (Persistence::Replica, replicate);
+            let [overwrite, fresh] = self.costs(setup, Values::Small, Variant::Module);
             updated = replace_inline(&updated, name, &format!("{overwrite} / {fresh}"));
         }
         std::fs::write(path, updated).expect("write README");
@@ -79,43 +58,27 @@ impl Report {
     /// rows of a setup: [overwrite, new keys].
     fn costs(
         &self,
-        persistence: Persistence,
-        replicate: Replicate,
+        setup: (Persistence, Replicate),
         values: Values,
         variant: Variant,
     ) -> [String; 2] {
-        Setup::ttl(0, persistence, replicate)
-            .rows(values)
-            .map(|row| {
-                let ratio = match variant {
-                    Variant::Module => self.ratio(row, Variant::Mset),
-                    _ => self
-                        .ratios
-                        .get(&(row, variant, Variant::Mset))
-                        .copied()
-                        .unwrap_or(f64::NAN),
-                };
-                format!("{ratio:.2}x")
-            })
+        Setup::ttl(0, setup).rows(values).map(|row| {
+            let ratio = self.ratios.get(&(row, variant, Variant::Mset));
+            format!("{:.2}x", ratio.copied().unwrap_or(f64::NAN))
+        })
     }
 
     /// The block, markers included.
     fn readme_block(&self, server: &str) -> String {
         let table: String = LINES
             .iter()
-            .map(|(label, persistence, replicate, values)| {
-                let [m_over, m_new] =
-                    self.costs(*persistence, *replicate, *values, Variant::Module);
-                let [s_over, s_new] = self.costs(*persistence, *replicate, *values, Variant::Setex);
+            .map(|(label, setup, values)| {
+                let [m_over, m_new] = self.costs(*setup, *values, Variant::Module);
+                let [s_over, s_new] = self.costs(*setup, *values, Variant::Setex);
                 format!("| {label} | {m_over} | {m_new} | {s_over} | {s_new} |\n")
             })
             .collect();
-        let [lua_over, lua_new] = self.costs(
-            Persistence::None,
-            Replicate::Set,
-            Values::Small,
-            Variant::Lua,
-        );
+        let [lua_over, lua_new] = self.costs(NONE, Values::Small, Variant::Lua);
         let classic = |prefix: &str| {
             self.classic
                 .iter()
@@ -176,7 +139,7 @@ mod tests {
 
     #[test]
     fn the_block_states_its_regime_and_yardsticks() {
-        let block = Report::empty().readme_block("Redis 7.0.15");
+        let block = Report::default().readme_block("Redis 7.0.15");
         let first = block.lines().nth(1).unwrap();
         for words in [
             "Redis 7.0.15, 100 keys per call, 32-byte values, keys of 14 bytes",

@@ -53,23 +53,18 @@ fn big_call_figures(samples: &BigCallSamples) -> BigCall {
     }
 }
 
-/// One call of `command` setting key1 .. key10000, with a TTL of 10 s
-/// first if `ttl`; the values change with the round.
-fn big_call_command(keys: &[String], command: &str, ttl: bool, round: usize) -> redis::Cmd {
-    let mut cmd = redis::cmd(command);
-    if ttl {
-        cmd.arg(10);
-    }
-    for (i, key) in keys.iter().enumerate() {
-        cmd.arg(key).arg(format!("value{:05}-{}", i, round % 10));
-    }
-    cmd
-}
-
+/// Rounds of MSETEX and MSET calls setting key1 .. key10000 (a TTL of 10 s), their server time.
 fn time_big_calls(con: &mut Connection, name: &str, rounds: usize) -> BigCallSamples {
-    let keys: Vec<String> = (1..=BIG_CALL).map(|i| format!("key{i}")).collect();
-    let call =
-        |command: &str, ttl: bool, round: usize| big_call_command(&keys, command, ttl, round);
+    // One call of `command`, with the TTL first if `ttl`; the values change with the round.
+    let call = |command: &str, ttl: bool, round: usize| {
+        let mut cmd = redis::cmd(command);
+        cmd.arg(if ttl { vec![10] } else { vec![] });
+        for i in 0..BIG_CALL {
+            cmd.arg(format!("key{}", i + 1))
+                .arg(format!("value{:05}-{}", i, round % 10));
+        }
+        cmd
+    };
     let mut samples = BigCallSamples::new();
     for round in 0..rounds {
         for refresh in [false, true] {
@@ -82,9 +77,8 @@ fn time_big_calls(con: &mut Connection, name: &str, rounds: usize) -> BigCallSam
                 q::<(), _>(con, &["CONFIG", "RESETSTAT"]);
                 let command = if module { name } else { "MSET" };
                 let stat = command.to_ascii_lowercase();
-                call(command, module, round)
-                    .query::<()>(con)
-                    .expect("the 10,000-key call");
+                let done = call(command, module, round).query::<()>(con);
+                done.expect("the 10,000-key call");
                 let stats = command_stats(con, &stat).expect("commandstats");
                 assert_eq!(stats.calls, 1, "{stat}");
                 let times = samples.entry((refresh, module)).or_default();
@@ -135,7 +129,7 @@ pub fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
             }
         });
         time("(c) one MSET, no TTL", con, &|con| {
-            mset.query::<()>(con).expect("MSET");
+            mset.query::<()>(con).expect("MSET")
         });
         let mut msetex = redis::cmd(name);
         msetex.arg(10);
@@ -143,7 +137,7 @@ pub fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
             msetex.arg(k).arg(v);
         }
         time("(d) one MSETEX", con, &|con| {
-            msetex.query::<()>(con).expect("MSETEX");
+            msetex.query::<()>(con).expect("MSETEX")
         });
         let ttl: i64 = q(con, &["TTL", "key10000"]);
         assert!((9..=10).contains(&ttl), "MSETEX must have set the TTL");
@@ -159,6 +153,7 @@ const MEMORY_BATCH: usize = 1000;
 
 /// used_memory per key after writing 1,000,000 keys with TTL, with MSETEX
 /// and with SET ... EX, for 32-byte and for integer values.
+#[derive(Default)]
 pub struct Memory {
     /// (values, MSETEX bytes per key, SET EX bytes per key)
     pub rows: Vec<(Values, f64, f64)>,
@@ -174,17 +169,11 @@ pub fn memory_per_key(bench: &Bench) -> Memory {
     let mut running = bench.start(setup);
     let con = &mut running.con;
     let name = bench.module_name(setup);
-    let rows = [Values::Small, Values::Integer]
-        .into_iter()
-        .map(|values| {
-            (
-                values,
-                bytes_per_key(con, name, keys, values, true),
-                bytes_per_key(con, name, keys, values, false),
-            )
-        })
-        .collect();
-    Memory { rows }
+    let mut bytes = |values, msetex| bytes_per_key(con, name, keys, values, msetex);
+    let rows = [Values::Small, Values::Integer].map(|v| (v, bytes(v, true), bytes(v, false)));
+    Memory {
+        rows: rows.to_vec(),
+    }
 }
 
 /// used_memory per key after writing `keys` keys from empty, with the
@@ -198,9 +187,8 @@ fn bytes_per_key(
 ) -> f64 {
     flush_now(con);
     let used = |con: &mut Connection| -> f64 {
-        info_field(con, "memory", "used_memory")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(f64::NAN)
+        let used = info_field(con, "memory", "used_memory");
+        used.and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
     };
     let value = |i: usize| match values {
         // Integers of every size, as counters and ids are.
@@ -222,8 +210,7 @@ fn bytes_per_key(
                     .arg(format!("mem:{i:07}"))
                     .arg(value(i))
                     .arg("EX")
-                    .arg(TTL)
-                    .ignore();
+                    .arg(TTL);
             }
         }
         pipe.query::<()>(con).expect("write keys");
@@ -242,7 +229,7 @@ const ACL_USERS: usize = 2_000;
 /// Server time of `ACL LOAD` of [`ACL_USERS`] users on the server under
 /// test, with the module loaded and without: the module must not make it
 /// dearer (it never looks at users' rules).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct AclLoad {
     pub with_ms: f64,
     pub without_ms: f64,

@@ -17,6 +17,18 @@ pub const BIG_CALL: usize = 10_000;
 /// 2% more or less from one run to the next.
 pub const MALLOC_CONF: &str = "dirty_decay_ms:-1,muzzy_decay_ms:-1,tcache_gc_incr_bytes:\
     4294967296,tcache_nslots_small_min:4096,tcache_nslots_small_max:4096,tcache_nslots_large:256";
+/// Redis and Valkey seed their hash functions (keys, the command table) from /dev/urandom: a
+/// fixed seed makes every run's tables alike, where each seed made lookups collide more or less
+/// (pipelined SETEX's command lookups: 4% from one server process to the next).
+const SEED: &str = r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define SEEDED(f) FILE *f(const char *p, const char *m) { FILE *(*real)(const char *, const char *) \
+    = dlsym(RTLD_NEXT, #f); return real(strcmp(p, "/dev/urandom") ? p : getenv("FIXED_URANDOM"), m); }
+SEEDED(fopen) SEEDED(fopen64)
+"#;
 pub const FLOOR_PATHS: [Variant; 2] = [Variant::FloorEvents, Variant::FloorMset];
 /// Whose keys are checked against SET EX's (None); also the variants of the 10,000-key call.
 const STORED: [Option<Variant>; 4] = [
@@ -80,19 +92,27 @@ impl Instr {
 pub fn under_callgrind(server: &Target) -> (Target, TempDir) {
     use std::os::unix::fs::PermissionsExt;
     let dir = TempDir::new("instr");
-    let (script, out) = (dir.path().join("server"), dir.path().join("callgrind.out"));
+    let at = |file: &str| dir.path().join(file).display().to_string();
+    let written = std::fs::write(at("seed.c"), SEED).and(std::fs::write(at("seed"), [b'0'; 64]));
+    written.expect("write the seed");
+    let (so, c) = (at("seed.so"), at("seed.c"));
+    let gcc = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o", &so, &c, "-ldl"])
+        .status();
+    assert!(gcc.is_ok_and(|s| s.success()), "gcc: no seed library");
+    let (out, urandom) = (at("callgrind.out"), at("seed"));
     let text = format!(
         "#!/bin/sh\necho $$ > {out}.pid\nexport MALLOC_CONF={MALLOC_CONF} JE_MALLOC_CONF=\
-         {MALLOC_CONF}\nexec setarch -R valgrind --tool=callgrind --callgrind-out-file={out} \
-         --dump-line=no --toggle-collect=serverCron --collect-atstart=yes --log-file={out}.log \
-         {} \"$@\"\n",
-        server.binary,
-        out = out.display()
+         {MALLOC_CONF} LD_PRELOAD={so} FIXED_URANDOM={urandom}\nexec setarch -R valgrind \
+         --tool=callgrind --callgrind-out-file={out} --dump-line=no --toggle-collect=serverCron \
+         --collect-atstart=yes --log-file={out}.log {} \"$@\"\n",
+        server.binary
     );
-    std::fs::write(&script, text).expect("write the callgrind script");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(at("server"), text).expect("write the callgrind script");
+    let executable = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(at("server"), executable).expect("chmod");
     let mut wrapped = server.clone();
-    wrapped.binary = script.display().to_string();
+    wrapped.binary = at("server");
     (wrapped, dir)
 }
 
@@ -265,12 +285,6 @@ pub fn measure_server(
             measure(&mut m, row, variant);
         }
     }
-}
-
-/// The phases [`measure_server`] runs on `servers`.
-pub fn phase_count(servers: &[Target]) -> usize {
-    let per_regime: usize = servers.iter().map(|s| variants(s).len()).sum();
-    per_regime * REGIMES.len() * 2 + servers.len() * 6
 }
 
 /// callgrind_annotate's functions of a dump, per key: own instructions and with callees.

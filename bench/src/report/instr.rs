@@ -32,9 +32,12 @@ impl Instr {
              (reading, parsing, the command, the reply, the event loop) but `serverCron`, which \
              `DEBUG PAUSE-CRON 1` also keeps from changing anything; `callgrind_control -z` \
              before a measured phase, `-d` after it; instructions per key are the dump's total \
-             over the keys written. jemalloc: `MALLOC_CONF={MALLOC_CONF}` (no purging on a \
-             clock; thread caches larger than a phase's swing, so that no phase pays refills and \
-             flushes that depend on the cache's history).\n\
+             over the keys written. So that the same phase counts the same from one run to the \
+             next: jemalloc with `MALLOC_CONF={MALLOC_CONF}` (no purging on a clock; thread \
+             caches larger than a phase's swing, so that no phase pays refills and flushes that \
+             depend on the cache's history), and /dev/urandom read as a fixed file (an \
+             `LD_PRELOAD` of `fopen`): every run seeds the hash tables, the command table's too, \
+             alike.\n\
              - a phase: {CALLS} calls of 100 keys (pipelined SETEX: {CALLS} pipelines of 100, \
              each sent in one write), or one call of {BIG_CALL}, alike for every variant. Steady \
              state: fillers first (`floor.bare`: every hash table has the same size, and none \

@@ -56,13 +56,8 @@ impl Report {
 
     /// A variant's server time per key as a multiple of MSET's, in the main
     /// rows of a setup: [overwrite, new keys].
-    fn costs(
-        &self,
-        setup: (Persistence, Replicate),
-        values: Values,
-        variant: Variant,
-    ) -> [String; 2] {
-        Setup::ttl(0, setup).rows(values).map(|row| {
+    fn costs(&self, setup: (Persistence, Replicate), v: Values, variant: Variant) -> [String; 2] {
+        Setup::ttl(0, setup).rows(v).map(|row| {
             let ratio = self.ratios.get(&(row, variant, Variant::Mset));
             format!("{:.2}x", ratio.copied().unwrap_or(f64::NAN))
         })
@@ -70,26 +65,22 @@ impl Report {
 
     /// The block, markers included.
     fn readme_block(&self, server: &str) -> String {
-        let table: String = LINES
-            .iter()
-            .map(|(label, setup, values)| {
-                let [m_over, m_new] = self.costs(*setup, *values, Variant::Module);
-                let [s_over, s_new] = self.costs(*setup, *values, Variant::Setex);
-                format!("| {label} | {m_over} | {m_new} | {s_over} | {s_new} |\n")
-            })
-            .collect();
+        let line = |(label, setup, values): &(&str, _, _)| {
+            let [m_over, m_new] = self.costs(*setup, *values, Variant::Module);
+            let [s_over, s_new] = self.costs(*setup, *values, Variant::Setex);
+            format!("| {label} | {m_over} | {m_new} | {s_over} | {s_new} |\n")
+        };
+        let table: String = LINES.iter().map(line).collect();
         let [lua_over, lua_new] = self.costs(NONE, Values::Small, Variant::Lua);
         let classic = |prefix: &str| {
-            self.classic
+            let found = self
+                .classic
                 .iter()
-                .find(|(label, _)| label.starts_with(prefix))
-                .map_or(f64::NAN, |(_, s)| *s)
+                .find(|(label, _)| label.starts_with(prefix));
+            found.map_or(f64::NAN, |(_, s)| *s)
         };
-        let refresh = self
-            .big_calls
-            .iter()
-            .find(|(index, _)| *index == 0)
-            .map_or(f64::NAN, |(_, call)| call.refresh_ratio);
+        let main = self.big_calls.iter().find(|(index, _)| *index == 0);
+        let refresh = main.map_or(f64::NAN, |(_, call)| call[1].2);
         format!(
             "{START}\nServer time per key as a multiple of MSET's (which sets no TTL) in the \
              same run; lower is cheaper. {}, 100 keys per call, 32-byte values, keys of 14 \

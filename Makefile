@@ -15,6 +15,8 @@ MODULEDIR ?= $(PREFIX)/lib/redis/modules
 DEBDIR    ?= target/deb
 # make rpm: where the package goes.
 RPMDIR    ?= target/rpm
+# make bench-gate: the servers it runs besides REDIS_SERVER (Debian's Redis 7.0.15).
+GATE_SERVERS ?= ../shared/servers/valkey-8.1.1/valkey-server
 # make dist: a tarball named after the crate version and the target triple.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 TRIPLE  := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
@@ -22,7 +24,7 @@ DISTDIR ?= target/dist
 DISTNAME = msetex-$(VERSION)-$(TRIPLE)
 
 .DEFAULT_GOAL := help
-.PHONY: help deps deps-build build test test-matrix run lint bench bench-quick soak profile fuzz install install-files uninstall dist dist-files deb deb-files rpm rpm-files clean
+.PHONY: help deps deps-build build test test-matrix run lint bench bench-quick bench-instr bench-gate bench-floor soak profile fuzz install install-files uninstall dist dist-files deb deb-files rpm rpm-files clean
 
 help: ## List the targets and the variables
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,7 +36,8 @@ help: ## List the targets and the variables
 	@echo "  DEBDIR=$(DEBDIR)  where make deb puts the package"
 	@echo "  RPMDIR=$(RPMDIR)  where make rpm puts the package"
 	@echo "  DISTDIR=$(DISTDIR)  where make dist puts the tarball ($(DISTNAME).tar.gz)"
-	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix and make bench (default: ../shared/servers)"
+	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix, make bench and make bench-instr (default: ../shared/servers)"
+	@echo "  GATE_SERVERS=$(GATE_SERVERS)  make bench-gate's servers besides REDIS_SERVER"
 	@echo "  FUZZ_CASES=N  cases per property in make fuzz (default 1000000)"
 
 deps: ## Install what is missing (redis-server, redis-tools, libclang-dev, gcc; apt-get when root)
@@ -66,12 +69,23 @@ lint: deps-build ## cargo fmt --check; cargo clippy with warnings and the unsafe
 		-D unsafe_op_in_unsafe_fn -D clippy::undocumented_unsafe_blocks
 
 bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; 8 to 30 min by machine); writes docs/BENCHMARKS.md
-	$(CARGO) build --release --locked -p msetex-floor
 	$(CARGO) run --release --locked -p msetex-bench -- --rounds $(ROUNDS)
 
 bench-quick: deps build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
-	$(CARGO) build --release --locked -p msetex-floor
 	$(CARGO) run --release --locked -p msetex-bench -- --quick --out target/BENCHMARKS-quick.md --readme -
+
+bench-instr: deps build bench-floor ## Instructions per key under callgrind, every server (~15 min); its sections of docs/BENCHMARKS.md, docs/PROFILE.md
+	$(CARGO) run --release --locked -p msetex-bench -- --instr
+
+bench-gate: deps build bench-floor ## CI: bench-instr on REDIS_SERVER and GATE_SERVERS (~3 min); fails when a target is missed
+	@for bin in $(GATE_SERVERS); do test -f "$$bin" || { echo "make bench-gate: $$bin not found"; exit 1; }; done
+	SERVERS="$(GATE_SERVERS)" $(CARGO) run --release --locked -p msetex-bench -- --gate \
+		--out target/bench-gate.md --profile target/bench-gate-profile.md
+
+# The floor module (bench/floor) the instruction bench loads beside the module; valgrind.
+bench-floor:
+	@command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 1; }
+	$(CARGO) build --release --locked -p msetex-floor
 
 soak: deps build ## Reliability tests at full size on every server + long fuzz run (~30 min); writes docs/RELIABILITY.md
 	scripts/soak.sh

@@ -140,6 +140,8 @@ for server in "${servers[@]}"; do
     pid=""
 done
 
+# make bench-instr's section (between its markers) stays as it is.
+instr="$(sed -n '/<!-- instr:start -->/,/<!-- instr:end -->/p' "$out" 2>/dev/null || true)"
 {
     echo "# Where MSETEX spends its time"
     echo
@@ -149,9 +151,9 @@ done
     echo "itself (argument parsing, replies and the event loop are outside it)."
     echo "docs/DESIGN.md explains the parts."
     echo
-    echo "**What lies above the module API's floor.** The floor (bench/floor, measured by"
-    echo "\`make bench\` in the same rounds) makes the same key-API calls per key: open,"
-    echo "rewrite in place or store, set the deadline, close, the two events, the signal,"
+    echo "**What lies above the module API's floor.** The floor (bench/floor, measured in"
+    echo "instructions by \`make bench-instr\`: its section below) makes the same calls per key:"
+    echo "open, rewrite in place or store, set the deadline, close, the two events, the signal,"
     echo "the change count. What MSETEX spends beyond it is in the last row of each table"
     echo "(the module's own code: parsing, the choice of path per key, the batch"
     echo "bookkeeping, the wire that reports each key to the replication, argument"
@@ -164,5 +166,6 @@ done
     echo "- servers: ${servers_seen[*]}"
     echo "- module: commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     cat "$work/out.md"
+    if [ -n "$instr" ]; then echo; echo "$instr"; fi
 } > "$out"
 echo "wrote $out"

@@ -1,5 +1,7 @@
 //! The command line, parsed by hand: `--quick`, `--rounds N`, `--keys N`,
-//! `--no-matrix`, `--out PATH`, `--readme PATH` ("-": leave it alone).
+//! `--no-matrix`, `--out PATH`, `--readme PATH` ("-": leave it alone), `--instr` (instructions
+//! per key under callgrind), `--gate` (the same, exiting 1 when a target is missed),
+//! `--profile PATH` (where `--instr` writes its profile; "-": nowhere).
 
 pub struct Options {
     pub quick: bool,
@@ -8,6 +10,9 @@ pub struct Options {
     pub matrix: bool,
     pub out: String,
     pub readme: String,
+    pub instr: bool,
+    pub gate: bool,
+    pub profile: String,
 }
 
 impl Default for Options {
@@ -19,6 +24,9 @@ impl Default for Options {
             matrix: true,
             out: "docs/BENCHMARKS.md".into(),
             readme: "README.md".into(),
+            instr: false,
+            gate: false,
+            profile: "docs/PROFILE.md".into(),
         }
     }
 }
@@ -46,6 +54,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Options {
             "--no-matrix" => options.matrix = false,
             "--out" => options.out = value(),
             "--readme" => options.readme = value(),
+            "--instr" => options.instr = true,
+            "--gate" => (options.instr, options.gate) = (true, true),
+            "--profile" => options.profile = value(),
             _ => panic!("unknown option {flag}"),
         }
     }
@@ -62,20 +73,15 @@ mod tests {
     }
 
     #[test]
-    fn defaults() {
+    fn defaults_and_the_make_targets() {
         let options = parse_all(&[]);
-        assert!(!options.quick && options.matrix);
+        assert!(!options.quick && options.matrix && !options.instr && !options.gate);
         assert_eq!((options.rounds, options.keys_per_run), (7, 200_000));
+        let paths = (&*options.out, &*options.readme, &*options.profile);
         assert_eq!(
-            (&*options.out, &*options.readme),
-            ("docs/BENCHMARKS.md", "README.md")
+            paths,
+            ("docs/BENCHMARKS.md", "README.md", "docs/PROFILE.md")
         );
-    }
-
-    #[test]
-    fn the_make_targets() {
-        let bench = parse_all(&["--rounds", "7"]);
-        assert_eq!(bench.rounds, 7);
         let quick = parse_all(&[
             "--quick",
             "--out",
@@ -89,13 +95,16 @@ mod tests {
             (&*quick.out, &*quick.readme),
             ("target/BENCHMARKS-quick.md", "-")
         );
-    }
-
-    #[test]
-    fn later_flags_win() {
+        // make bench-gate: the instruction bench, exiting 1 on a miss.
+        let gate = parse_all(&["--gate", "--out", "target/gate.md", "--profile", "-"]);
+        assert!(gate.instr && gate.gate);
+        assert_eq!((&*gate.out, &*gate.profile), ("target/gate.md", "-"));
+        // Later flags win.
         let options = parse_all(&["--quick", "--rounds", "3", "--keys", "1000", "--no-matrix"]);
-        assert_eq!((options.rounds, options.keys_per_run), (3, 1000));
-        assert!(!options.matrix);
+        assert_eq!(
+            (options.rounds, options.keys_per_run, options.matrix),
+            (3, 1000, false)
+        );
     }
 
     #[test]

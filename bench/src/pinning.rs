@@ -24,12 +24,13 @@ impl Pinning {
         if cpus < 2 {
             return Pinning::Off(format!("{cpus} CPU"));
         }
-        match Command::new("taskset").args(["-c", "0", "true"]).status() {
-            Ok(status) if status.success() => Pinning::Cpus {
+        let taskset = Command::new("taskset").args(["-c", "0", "true"]).status();
+        match taskset.is_ok_and(|status| status.success()) {
+            true => Pinning::Cpus {
                 server: "1",
                 others: "0",
             },
-            _ => Pinning::Off("taskset could not run".into()),
+            false => Pinning::Off("taskset could not run".into()),
         }
     }
 
@@ -40,11 +41,11 @@ impl Pinning {
         };
         let cpu = if primary { server } else { others };
         let pid = info_field(con, "server", "process_id").unwrap_or_default();
-        let moved = Command::new("taskset")
+        let mut taskset = Command::new("taskset");
+        taskset
             .args(["-a", "-p", "-c", cpu, &pid])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
+            .stdout(std::process::Stdio::null());
+        let moved = taskset.status().is_ok_and(|s| s.success());
         assert!(
             moved,
             "taskset could not move server process {pid} to CPU {cpu}"
@@ -53,14 +54,12 @@ impl Pinning {
 
     /// The client command, on the CPU that is not the server's.
     pub fn client(&self, program: &str) -> Command {
-        match self {
-            Pinning::Cpus { others, .. } => {
-                let mut command = Command::new("taskset");
-                command.args(["-c", others, program]);
-                command
-            }
-            Pinning::Off(_) => Command::new(program),
-        }
+        let Pinning::Cpus { others, .. } = self else {
+            return Command::new(program);
+        };
+        let mut command = Command::new("taskset");
+        command.args(["-c", others, program]);
+        command
     }
 
     pub fn describe(&self) -> String {

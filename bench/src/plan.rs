@@ -44,15 +44,35 @@ pub struct Setup {
     pub replicate: Replicate,
 }
 
+/// No persistence (and REPLICATE SET); one replica with REPLICATE MSETEX.
+pub const NONE: (Persistence, Replicate) = (Persistence::None, Replicate::Set);
+pub const REPLICA: (Persistence, Replicate) = (Persistence::Replica, Replicate::Msetex);
+
 impl Setup {
-    /// The TTL form without persistence on `server`.
-    pub fn plain(server: usize) -> Setup {
+    /// The TTL form on `server`, with this persistence and REPLICATE mode.
+    pub fn ttl(server: usize, (persistence, replicate): (Persistence, Replicate)) -> Setup {
+        let form = Form::Ttl;
         Setup {
             server,
-            form: Form::Ttl,
-            persistence: Persistence::None,
-            replicate: Replicate::Set,
+            form,
+            persistence,
+            replicate,
         }
+    }
+
+    /// The TTL form without persistence on `server`.
+    pub fn plain(server: usize) -> Setup {
+        Setup::ttl(server, NONE)
+    }
+
+    /// The setup's rows of 100 keys per call with these values: overwrite, fresh.
+    pub fn rows(self, values: Values) -> [Row; 2] {
+        Workload::BOTH.map(|workload| Row {
+            setup: self,
+            workload,
+            values,
+            batch: 100,
+        })
     }
 }
 
@@ -78,12 +98,15 @@ pub enum Values {
     Small,
     Integer,
     Large,
+    /// 32-byte values under short keys (`k:N`), where every other row's keys are `k:` and 12
+    /// digits: the instruction bench's regime where Redis 8.2+ embeds the value in the key.
+    ShortKeys,
 }
 
 impl Values {
     pub fn label(self) -> &'static str {
         match self {
-            Values::Small => "32 B",
+            Values::Small | Values::ShortKeys => "32 B",
             Values::Integer => "integer",
             Values::Large => "1024 B",
         }
@@ -91,12 +114,30 @@ impl Values {
 
     pub fn value(self) -> String {
         match self {
-            Values::Small => "x".repeat(SMALL_VALUE),
             Values::Integer => INTEGER_VALUE.to_owned(),
             Values::Large => "x".repeat(LARGE_VALUE),
+            _ => "x".repeat(SMALL_VALUE),
+        }
+    }
+
+    /// The instruction bench's name for the regime.
+    pub fn regime(self) -> &'static str {
+        match self {
+            Values::ShortKeys => "short keys, 32 B",
+            Values::Small => "long keys, 32 B",
+            Values::Integer => "integers",
+            Values::Large => "1 KB values",
         }
     }
 }
+
+/// The instruction bench's regimes.
+pub const REGIMES: [Values; 4] = [
+    Values::ShortKeys,
+    Values::Small,
+    Values::Integer,
+    Values::Large,
+];
 
 /// One table row: everything but the variant.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -121,6 +162,9 @@ pub enum Variant {
     /// `floor.events`: the floor plus what correctness needs (keyspace
     /// events, the modified-key signal, the change count).
     FloorEvents,
+    /// `floor.mset`: MSET of the pairs through the module API, then each deadline: SET's
+    /// encodings (`int`, embedded values) where the key API cannot give them.
+    FloorMset,
 }
 
 /// The servers: the one under test first, then the matrix.
@@ -131,7 +175,14 @@ pub fn servers(options: &Options) -> &'static [Target] {
             Ok(list) => list.split_whitespace().map(str::to_owned).collect(),
             Err(_) => shared_server_paths(),
         };
-        list.extend(targets_at(&paths));
+        // One server per release: a build that reports the version of one listed before it
+        // (../shared/servers/redis-keystep reports 8.6.3) is not a release.
+        for server in targets_at(&paths) {
+            let known: Vec<String> = list.iter().map(Target::describe).collect();
+            if !known.contains(&server.describe()) {
+                list.push(server);
+            }
+        }
     }
     Box::leak(list.into_boxed_slice())
 }
@@ -171,53 +222,29 @@ pub fn rows_of(setup: Setup, options: &Options) -> Vec<Row> {
 /// Every setup, in groups that run at once, interleaved round by round,
 /// so that their figures can be compared within a round.
 pub fn groups(servers: &[Target]) -> Vec<Vec<Setup>> {
-    let setup = |server, form, persistence, replicate| Setup {
-        server,
-        form,
-        persistence,
-        replicate,
+    let main = |persistence| {
+        Replicate::BOTH
+            .map(|r| Setup::ttl(0, (persistence, r)))
+            .to_vec()
     };
-    let mut list = vec![
-        vec![
-            setup(0, Form::Ttl, Persistence::None, Replicate::Set),
-            setup(0, Form::Numkeys, Persistence::None, Replicate::Set),
-        ],
-        Replicate::BOTH
-            .map(|mode| setup(0, Form::Ttl, Persistence::Aof, mode))
-            .to_vec(),
-        Replicate::BOTH
-            .map(|mode| setup(0, Form::Ttl, Persistence::Replica, mode))
-            .to_vec(),
-        vec![setup(0, Form::Ttl, Persistence::Cluster, Replicate::Set)],
-    ];
+    let numkeys = Setup {
+        form: Form::Numkeys,
+        ..Setup::plain(0)
+    };
+    let cluster = Setup::ttl(0, (Persistence::Cluster, Replicate::Set));
+    let mut list = vec![vec![Setup::plain(0), numkeys]];
+    list.extend([
+        main(Persistence::Aof),
+        main(Persistence::Replica),
+        vec![cluster],
+    ]);
     for server in 1..servers.len() {
-        list.push(vec![setup(
-            server,
-            Form::Ttl,
-            Persistence::None,
-            Replicate::Set,
-        )]);
-        list.push(vec![setup(
-            server,
-            Form::Ttl,
-            Persistence::Replica,
-            Replicate::Msetex,
-        )]);
+        list.extend([
+            vec![Setup::plain(server)],
+            vec![Setup::ttl(server, REPLICA)],
+        ]);
     }
     list
-}
-
-/// Whether a setup's server loads the floor module (bench/floor) beside the
-/// module: the setups without persistence, whose 100-key rows measure it.
-pub fn loads_floor(setup: Setup) -> bool {
-    setup.persistence == Persistence::None
-}
-
-/// Whether a row measures the module API's floor: the TTL form without
-/// persistence at 100 keys per call (on the server under test, every value
-/// kind; elsewhere the one row of each workload, the "Every server" rows).
-pub fn measures_floor(row: Row) -> bool {
-    loads_floor(row.setup) && row.setup.form == Form::Ttl && row.batch == 100
 }
 
 /// The variants of a row.
@@ -233,25 +260,22 @@ pub fn variants(row: Row, servers: &[Target]) -> Vec<Variant> {
         }
         list.push(Variant::Setex);
     }
-    if measures_floor(row) {
-        list.extend([Variant::Floor, Variant::FloorEvents]);
-    }
     list
 }
 
 /// How many redis-benchmark runs the groups make: every variant of every
 /// row of every setup, once per round.
 pub fn run_count(groups: &[Vec<Setup>], servers: &[Target], options: &Options) -> usize {
+    let runs = |setup| -> usize {
+        rows_of(setup, options)
+            .iter()
+            .map(|r| variants(*r, servers).len())
+            .sum()
+    };
     groups
         .iter()
         .flatten()
-        .map(|setup| {
-            rows_of(*setup, options)
-                .iter()
-                .map(|row| variants(*row, servers).len())
-                .sum::<usize>()
-                * options.rounds
-        })
+        .map(|setup| runs(*setup) * options.rounds)
         .sum()
 }
 
@@ -282,18 +306,11 @@ pub(crate) mod tests {
             rounds: 2,
             ..Options::default()
         };
-        // TTL form: 6 rows x (module, MSET, Lua, SETEX), and the two floors
-        // in the 6 rows of batch 100 (every row, quick); NUMKEYS form: 4 x 2;
+        // TTL form: 6 rows x (module, MSET, Lua, SETEX); NUMKEYS form: 4 x 2;
         // AOF, replica (two modes each) and cluster: 4 x (module, MSET, SETEX).
-        assert_eq!(
-            run_count(&groups, &servers, &quick),
-            (24 + 12 + 8 + 5 * 12) * 2
-        );
+        assert_eq!(run_count(&groups, &servers, &quick), (24 + 8 + 5 * 12) * 2);
         let full = Options::default();
-        assert_eq!(
-            run_count(&groups, &servers, &full),
-            (48 + 12 + 8 + 5 * 12) * 7
-        );
+        assert_eq!(run_count(&groups, &servers, &full), (48 + 8 + 5 * 12) * 7);
     }
 
     #[test]
@@ -310,74 +327,12 @@ pub(crate) mod tests {
             (1, Persistence::Replica)
         );
         let row = rows_of(replica, &Options::default())[0];
-        assert_eq!(
-            variants(row, &servers),
-            [
-                Variant::Module,
-                Variant::Mset,
-                Variant::Builtin,
-                Variant::Setex
-            ]
-        );
-    }
-
-    #[test]
-    fn the_floor_runs_without_persistence_at_100_keys_only() {
-        let servers = [
-            server(Product::Redis, (7, 0, 15)),
-            server(Product::Redis, (8, 6, 3)),
+        let expected = [
+            Variant::Module,
+            Variant::Mset,
+            Variant::Builtin,
+            Variant::Setex,
         ];
-        let options = Options::default();
-        let floors = |row: &Row| {
-            variants(*row, &servers)
-                .iter()
-                .filter(|v| matches!(v, Variant::Floor | Variant::FloorEvents))
-                .count()
-        };
-        let mut measured = Vec::new();
-        for setup in groups(&servers).into_iter().flatten() {
-            for row in rows_of(setup, &options) {
-                match floors(&row) {
-                    0 => assert!(!measures_floor(row), "{row:?}"),
-                    2 => measured.push(row),
-                    n => panic!("{n} floor variants in {row:?}"),
-                }
-            }
-        }
-        // The server under test: 32 B, integer and 1024 B at batch 100, both
-        // workloads; the matrix server: its two no-persistence rows.
-        let on = |server| measured.iter().filter(|r| r.setup.server == server).count();
-        assert_eq!((on(0), on(1)), (6, 2));
-        assert!(measured.iter().all(|row| row.batch == 100
-            && row.setup.form == Form::Ttl
-            && row.setup.persistence == Persistence::None));
-        // Measured in the same rounds as the others, after them.
-        let row = rows_of(Setup::plain(1), &options)[0];
-        assert_eq!(
-            variants(row, &servers),
-            [
-                Variant::Module,
-                Variant::Mset,
-                Variant::Builtin,
-                Variant::Setex,
-                Variant::Floor,
-                Variant::FloorEvents
-            ]
-        );
-        // The NUMKEYS server loads it too (identical servers for the
-        // NUMKEYS / TTL comparison) but measures no floor.
-        let numkeys = Setup {
-            form: Form::Numkeys,
-            ..Setup::plain(0)
-        };
-        assert!(loads_floor(numkeys));
-        assert!(rows_of(numkeys, &options)
-            .iter()
-            .all(|row| floors(row) == 0));
-        let aof = Setup {
-            persistence: Persistence::Aof,
-            ..Setup::plain(0)
-        };
-        assert!(!loads_floor(aof));
+        assert_eq!(variants(row, &servers), expected);
     }
 }

@@ -16,13 +16,6 @@ use std::path::PathBuf;
 
 pub use progress::{minutes, Progress};
 
-/// The floor module's commands (bench/floor): the bare job through the
-/// module API, and the same with what correctness needs.
-pub const FLOOR_BARE: &str = "floor.bare";
-pub const FLOOR_EVENTS: &str = "floor.events";
-/// The command `floor.events` calls once per call to count its changes.
-const FLOOR_COUNT: &str = "floor.count";
-
 const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
      for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ttl) end\n\
      return redis.status_reply('OK')";
@@ -32,23 +25,22 @@ const LUA_LOOP: &str = "local ttl = ARGV[#ARGV]\n\
 pub struct Sample {
     pub keys_per_sec: f64,
     pub server_us_per_key: f64,
+    /// The server process's CPU time (INFO cpu, user and system) over the run, per key.
+    pub cpu_us_per_key: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub failed: u64,
 }
 
-impl Sample {
-    /// What a failed run leaves: NaN, so rounds stay aligned across rows.
-    fn failed_run() -> Sample {
-        Sample {
-            keys_per_sec: f64::NAN,
-            server_us_per_key: f64::NAN,
-            p50_ms: f64::NAN,
-            p99_ms: f64::NAN,
-            failed: 0,
-        }
-    }
-}
+/// What a failed run leaves: NaN, so rounds stay aligned across rows.
+const FAILED_RUN: Sample = Sample {
+    keys_per_sec: f64::NAN,
+    server_us_per_key: f64::NAN,
+    cpu_us_per_key: f64::NAN,
+    p50_ms: f64::NAN,
+    p99_ms: f64::NAN,
+    failed: 0,
+};
 
 pub struct Bench {
     pub options: Options,
@@ -75,14 +67,14 @@ struct Csv {
     requests_per_sec: f64,
 }
 
-/// The floor module, built by `make bench` (`cargo build --release -p
+/// The floor module, built by `make bench-instr` (`cargo build --release -p
 /// msetex-floor`): `MSETEX_FLOOR`, or target/release/libmsetex_floor.so.
 /// Panics, saying how to build it, when the file is missing.
 pub fn floor_module() -> PathBuf {
     built_library(
         "MSETEX_FLOOR",
         "libmsetex_floor.so",
-        "run `cargo build --release --locked -p msetex-floor`, as make bench does",
+        "run `cargo build --release --locked -p msetex-floor`, as make bench-instr does",
     )
 }
 
@@ -108,16 +100,6 @@ impl Bench {
         &self.servers[setup.server]
     }
 
-    fn module_args(&self, setup: Setup) -> Vec<String> {
-        let server = self.server(setup);
-        let mut args = match setup.form {
-            Form::Ttl => server.default_module_args(),
-            Form::Numkeys => server.numkeys_module_args(),
-        };
-        args.extend(["REPLICATE".to_owned(), setup.replicate.arg().to_owned()]);
-        args
-    }
-
     pub fn module_name(&self, setup: Setup) -> &'static str {
         let server = self.server(setup);
         match setup.form {
@@ -128,15 +110,23 @@ impl Bench {
 
     /// The primary's configuration (a replica with the module gets the same).
     fn config(&self, setup: Setup) -> ServerConfig {
-        let args = self.module_args(setup);
+        let server = self.server(setup);
+        let mut args = match setup.form {
+            Form::Ttl => server.default_module_args(),
+            Form::Numkeys => server.numkeys_module_args(),
+        };
+        args.extend(["REPLICATE".to_owned(), setup.replicate.arg().to_owned()]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut config = ServerConfig::default()
             .binary(self.server(setup))
             .module_args(&args)
             .line("repl-diskless-sync-delay 0");
-        if loads_floor(setup) {
-            // After the module's own line: both in the same server.
-            config = config.line(&format!("loadmodule {}", floor_module().display()));
+        if self.options.instr {
+            // After the module's own line: both in the same server. jemalloc's purging thread
+            // wakes up on a clock: its instructions would vary.
+            config = config
+                .line(&format!("loadmodule {}", floor_module().display()))
+                .line("jemalloc-bg-thread no");
         }
         match setup.persistence {
             Persistence::Aof => config.line("appendonly yes").line("appendfsync everysec"),
@@ -177,26 +167,23 @@ impl Bench {
 
     pub fn describe_setup(&self, setup: Setup) -> String {
         let server = self.server(setup).describe();
-        let form = match setup.form {
-            Form::Ttl => "",
-            Form::Numkeys => ", NUMKEYS form",
+        let form = if setup.form == Form::Numkeys {
+            ", NUMKEYS form"
+        } else {
+            ""
+        };
+        let mode = format!("REPLICATE {}", setup.replicate.arg());
+        let with = if setup.replicate == Replicate::Set {
+            "without"
+        } else {
+            "with"
         };
         let persistence = match setup.persistence {
             Persistence::None => "no persistence".to_owned(),
-            Persistence::Aof => format!(
-                "appendonly yes (everysec), REPLICATE {}",
-                setup.replicate.arg()
-            ),
-            Persistence::Replica => format!(
-                "one replica attached{}, REPLICATE {}",
-                match setup.replicate {
-                    Replicate::Set => " (without the module)",
-                    Replicate::Msetex => " (with the module)",
-                },
-                setup.replicate.arg()
-            ),
+            Persistence::Aof => format!("appendonly yes (everysec), {mode}"),
+            Persistence::Replica => format!("one replica attached ({with} the module), {mode}"),
             Persistence::Cluster => {
-                "cluster mode (one node, no replica, keys of one hash tag)".to_owned()
+                "cluster mode (one node, no replica, keys of one hash tag)".into()
             }
         };
         format!("{server}{form}, {persistence}")
@@ -206,8 +193,8 @@ impl Bench {
     /// every setup once per round.
     pub fn run_group(&mut self, group: &[Setup]) {
         for setup in group {
-            self.progress
-                .report(&format!("starting {}", self.describe_setup(*setup)));
+            let starting = format!("starting {}", self.describe_setup(*setup));
+            self.progress.report(&starting);
         }
         let mut running: Vec<Running> = group.iter().map(|setup| self.start(*setup)).collect();
         for round in 1..=self.options.rounds {
@@ -222,55 +209,51 @@ impl Bench {
     }
 
     fn run_and_record(&mut self, running: &mut Running, row: Row, variant: Variant, round: usize) {
-        let what = format!(
-            "{}: {} {} x{}, {}",
+        let (setup, label) = (
             self.describe_setup(row.setup),
-            row.workload.label(),
-            row.values.label(),
-            row.batch,
             self.variant_label(row.setup, variant),
         );
+        let (workload, values, batch) = (row.workload.label(), row.values.label(), row.batch);
+        let what = format!("{setup}: {workload} {values} x{batch}, {label}");
+        let rounds = self.options.rounds;
         self.progress
-            .report(&format!("{what}, round {round}/{}", self.options.rounds));
+            .report(&format!("{what}, round {round}/{rounds}"));
         // A failed run leaves NaN, so rounds stay aligned across rows.
         let sample = self
             .run_once(running, row, variant)
             .unwrap_or_else(|reason| {
                 self.failures.push(format!("{what}: {reason}"));
-                Sample::failed_run()
+                FAILED_RUN
             });
         self.samples.entry((row, variant)).or_default().push(sample);
         self.progress.done += 1;
     }
 
     pub fn variant_label(&self, setup: Setup, variant: Variant) -> String {
+        let name = self.module_name(setup).to_uppercase();
         match variant {
-            Variant::Module => match setup.form {
-                Form::Ttl => format!("{} (module)", self.module_name(setup).to_uppercase()),
-                Form::Numkeys => format!(
-                    "{} numkeys (module)",
-                    self.module_name(setup).to_uppercase()
-                ),
-            },
+            Variant::Module if setup.form == Form::Ttl => format!("{name} (module)"),
+            Variant::Module => format!("{name} numkeys (module)"),
             Variant::Mset => "MSET (no TTL)".to_owned(),
             Variant::Builtin => "MSETEX (built-in)".to_owned(),
             Variant::Lua => "Lua SET EX loop".to_owned(),
             Variant::Setex => "SETEX pipelined".to_owned(),
-            Variant::Floor => "floor (floor.bare)".to_owned(),
-            Variant::FloorEvents => "floor + events (floor.events)".to_owned(),
+            _ => self.stat(setup, variant),
         }
     }
 
     /// The command whose INFO commandstats entry measures `variant`.
-    fn stat(&self, setup: Setup, variant: Variant) -> String {
+    pub(crate) fn stat(&self, setup: Setup, variant: Variant) -> String {
         match variant {
             Variant::Module => self.module_name(setup).to_ascii_lowercase(),
             Variant::Mset => "mset".to_owned(),
             Variant::Builtin => "msetex".to_owned(),
             Variant::Lua => "evalsha".to_owned(),
             Variant::Setex => "setex".to_owned(),
-            Variant::Floor => FLOOR_BARE.to_owned(),
-            Variant::FloorEvents => FLOOR_EVENTS.to_owned(),
+            // bench/floor's commands (`--instr`).
+            Variant::Floor => "floor.bare".to_owned(),
+            Variant::FloorEvents => "floor.events".to_owned(),
+            Variant::FloorMset => "floor.mset".to_owned(),
         }
     }
 
@@ -307,15 +290,9 @@ impl Bench {
         let pairs = || (0..row.batch).flat_map(|_| [key.clone(), value.clone()]);
         let mut args: Vec<String> = Vec::new();
         match variant {
-            Variant::Module if row.setup.form == Form::Ttl => {
-                args.extend([self.module_name(row.setup).to_owned(), TTL.to_owned()]);
-                args.extend(pairs());
-            }
-            Variant::Floor | Variant::FloorEvents => {
-                args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
-                args.extend(pairs());
-            }
-            Variant::Module | Variant::Builtin => {
+            Variant::Module | Variant::Builtin
+                if variant == Variant::Builtin || row.setup.form == Form::Numkeys =>
+            {
                 let name = match variant {
                     Variant::Module => self.module_name(row.setup),
                     _ => "MSETEX",
@@ -338,13 +315,11 @@ impl Bench {
                 args.extend((0..row.batch).map(|_| value.clone()));
                 args.push(TTL.to_owned());
             }
-            Variant::Setex => {
-                args.extend([
-                    "SETEX".to_owned(),
-                    key.clone(),
-                    TTL.to_owned(),
-                    value.clone(),
-                ]);
+            Variant::Setex => args.extend(["SETEX", &key, TTL, &value].map(str::to_owned)),
+            // The module's TTL form (and the floors, which take the same arguments).
+            _ => {
+                args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
+                args.extend(pairs());
             }
         }
         args
@@ -367,20 +342,16 @@ impl Bench {
         self.prepare(running, row.setup, row.workload, &row.values.value());
         let args = self.command_args(running, row, variant);
         let (requests, pipeline, keys_per_request) = self.shape(row, variant);
+        let cpu_before = cpu_seconds(&mut running.con);
         let csv = self.redis_benchmark(running, row.workload, requests, pipeline, &args)?;
+        let cpu = cpu_seconds(&mut running.con) - cpu_before;
         let stat = self.stat(row.setup, variant);
         let stats = command_stats(&mut running.con, &stat)
             .ok_or_else(|| format!("no commandstats for {stat}"))?;
         let mut failed = stats.failed;
-        // What the variant runs inside: the Lua loop's SETs, the floor's
-        // change count.
-        let inner = match variant {
-            Variant::Lua => Some("set"),
-            Variant::FloorEvents => Some(FLOOR_COUNT),
-            _ => None,
-        };
-        if let Some(inner) = inner {
-            failed += command_stats(&mut running.con, inner).map_or(0, |s| s.failed);
+        // The Lua loop's SETs fail inside EVALSHA.
+        if variant == Variant::Lua {
+            failed += command_stats(&mut running.con, "set").map_or(0, |s| s.failed);
         }
         if stats.calls == 0 {
             return Err(format!("{stat} was never called"));
@@ -388,6 +359,7 @@ impl Bench {
         Ok(Sample {
             keys_per_sec: csv.requests_per_sec * keys_per_request as f64,
             server_us_per_key: stats.usec_per_call / keys_per_request as f64,
+            cpu_us_per_key: cpu * 1e6 / (requests * keys_per_request) as f64,
             p50_ms: csv.p50_ms,
             p99_ms: csv.p99_ms,
             failed,
@@ -407,19 +379,27 @@ impl Bench {
             Workload::Overwrite => OVERWRITE_KEYSPACE as u64,
             Workload::Fresh => FRESH_KEYSPACE,
         };
-        let output = self
-            .pinning
-            .client("redis-benchmark")
-            .args(["-h", "127.0.0.1", "-p", &running.server.port().to_string()])
-            .args(["-c", &CLIENTS.to_string(), "-n", &requests.to_string()])
-            .args([
-                "-r",
-                &keyspace.to_string(),
-                "-P",
-                &pipeline.to_string(),
-                "--csv",
-            ])
-            .args(args)
+        let (port, clients) = (running.server.port().to_string(), CLIENTS.to_string());
+        let (requests, keyspace, pipeline) = (
+            requests.to_string(),
+            keyspace.to_string(),
+            pipeline.to_string(),
+        );
+        let mut command = self.pinning.client("redis-benchmark");
+        command.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-c",
+            &clients,
+            "-n",
+            &requests,
+        ]);
+        command
+            .args(["-r", &keyspace, "-P", &pipeline, "--csv"])
+            .args(args);
+        let output = command
             .output()
             .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;
         parse_csv(
@@ -435,6 +415,15 @@ impl Bench {
 /// paid for the last round's new keys: MSETEX / floor 1.1-1.9x on Valkey 8.0-9.1 overwrite).
 pub fn flush_now(con: &mut Connection) {
     q::<(), _>(con, &["FLUSHALL", "SYNC"]);
+}
+
+/// The server process's CPU time so far (INFO cpu: user and system), in seconds.
+fn cpu_seconds(con: &mut Connection) -> f64 {
+    ["used_cpu_user", "used_cpu_sys"]
+        .map(|field| info_field(con, "cpu", field).and_then(|v| v.parse().ok()))
+        .into_iter()
+        .map(|seconds: Option<f64>| seconds.unwrap_or(f64::NAN))
+        .sum()
 }
 
 /// Makes a one-node cluster own every slot and waits until it says ok.
@@ -457,8 +446,7 @@ fn preload(con: &mut Connection, prefix: &str, value: &str) {
                 .arg(format!("{prefix}{i:012}"))
                 .arg(value)
                 .arg("EX")
-                .arg(TTL)
-                .ignore();
+                .arg(TTL);
         }
         pipe.query::<()>(con).expect("preload");
     }
@@ -494,19 +482,12 @@ mod tests {
         let stdout = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
              \"MSET\",\"12345.67\",\"1.500\",\"0.100\",\"1.400\",\"2.000\",\"2.500\",\"9.000\"\n";
         let csv = parse_csv(stdout, "").unwrap();
-        assert_eq!(
-            (csv.requests_per_sec, csv.p50_ms, csv.p99_ms),
-            (12345.67, 1.4, 2.5)
-        );
-    }
-
-    #[test]
-    fn no_result_line_is_a_failed_run() {
+        let figures = (csv.requests_per_sec, csv.p50_ms, csv.p99_ms);
+        assert_eq!(figures, (12345.67, 1.4, 2.5));
+        // No result line: a failed run.
         let error = parse_csv("\"test\",\"rps\"\n", "Connection refused").err();
-        assert_eq!(
-            error.as_deref(),
-            Some("redis-benchmark gave no result: Connection refused")
-        );
+        let refused = "redis-benchmark gave no result: Connection refused";
+        assert_eq!(error.as_deref(), Some(refused));
         let error = parse_csv("\"MSET\",\"1\",\"2\"\n", "").err().unwrap();
         assert!(
             error.starts_with("unexpected redis-benchmark output"),

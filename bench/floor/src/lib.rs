@@ -1,8 +1,8 @@
 //! The module API's floor for MSETEX: bench tooling, not the product.
 //!
-//! `make bench` loads this library (target/release/libmsetex_floor.so) beside libmsetex.so and
-//! measures, in the same rounds as MSETEX, what the bare job costs through the module API, so
-//! that MSETEX's distance from that floor can be stated and targeted (docs/bench-targets.txt):
+//! `make bench-instr` loads this library (target/release/libmsetex_floor.so) beside libmsetex.so
+//! and counts, in the same server as MSETEX, what the job costs through the module API, so that
+//! MSETEX's distance from that floor can be stated and targeted (docs/bench-targets.txt):
 //!
 //! - `floor.bare seconds key value [key value ...]`: one clock read per call; per pair
 //!   `RedisModule_OpenKey` (read and write); the value copied in place with one
@@ -16,15 +16,21 @@
 //!   RDB save points the way MSETEX does on every server: `floor.count n` calls
 //!   `RedisModule_ReplicateVerbatim` n times (each adds one to the server's change counter), and
 //!   the server drops what it queues because the nested call was made without replication.
+//! - `floor.mset`, same arguments: SET's encodings (an integer as `int`, a short value embedded as
+//!   SET embeds it), which no key-API write gives: the server's MSET of the pairs through
+//!   `RedisModule_Call` (see `mset`), which fires `set`, signals the keys and counts the changes;
+//!   then per key `RedisModule_OpenKey`, the deadline, `RedisModule_CloseKey`, the `expire` event.
 //!
-//! Validation is minimal (arity, integer seconds above 0): no slot, ACL, type or size checks, no
-//! encoding rules (an integer value is stored as the string it came as). Module option
-//! `NO_IMPLICIT_SIGNAL_MODIFIED` is set at load (where the server knows it), so closing a key
-//! does not signal it: `floor.events` signals each key once, `floor.bare` not at all.
+//! Validation is minimal (arity, integer seconds above 0): no slot, ACL, type or size checks; no
+//! encoding rules outside `floor.mset` (`floor.bare` and `floor.events` store an integer as the
+//! string it came as, and write a same-length value in place even where SET would embed it).
+//! Module option `NO_IMPLICIT_SIGNAL_MODIFIED` is set at load (where the server knows it), so
+//! closing a key does not signal it: `floor.events` signals each key once, `floor.bare` never.
 //!
 //! `unsafe` is allowed here: every module API call is one, each block says why it holds.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::ptr::null_mut;
 use std::sync::OnceLock;
 
 use libc::{c_char, c_int, c_longlong};
@@ -99,7 +105,21 @@ module_api! {
 
 static API: OnceLock<Api> = OnceLock::new();
 
-/// Loads the module: `floor.bare`, `floor.events` and `floor.count`.
+/// One pair of a nested MSET: the key, and the value's bytes and length (copied by the server).
+type Pair = (*mut RedisModuleString, *const c_char, usize);
+
+/// `RedisModule_Call(ctx, "MSET", format, pairs...)` for a chunk of 64, 32, ... or 1 pairs.
+macro_rules! mset_chunk {
+    ($api:expr, $ctx:expr, $format:expr, $chunk:expr; $( $size:literal => [$($i:literal)+] ),+) => {
+        $( if let Ok(c) = <&[Pair; $size]>::try_from($chunk) {
+            ($api.call)($ctx, c"MSET".as_ptr(), $format, $( c[$i].0, c[$i].1, c[$i].2, )+)
+        } else )+ {
+            null_mut()
+        }
+    };
+}
+
+/// Loads the module: `floor.bare`, `floor.events`, `floor.mset` and `floor.count`.
 ///
 /// # Safety
 ///
@@ -139,19 +159,11 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     }
     // Legacy key positions: from argument 2, every second one, to the last (the pairs' keys);
     // floor.count has no keys.
-    let commands: [(&CStr, raw::RedisModuleCmdFunc, &CStr, [c_int; 3]); 3] = [
-        (
-            c"floor.bare",
-            Some(floor_bare),
-            c"write deny-oom",
-            [2, -1, 2],
-        ),
-        (
-            c"floor.events",
-            Some(floor_events),
-            c"write deny-oom",
-            [2, -1, 2],
-        ),
+    let write = c"write deny-oom";
+    let commands: [(&CStr, raw::RedisModuleCmdFunc, &CStr, [c_int; 3]); 4] = [
+        (c"floor.bare", Some(floor_bare), write, [2, -1, 2]),
+        (c"floor.events", Some(floor_events), write, [2, -1, 2]),
+        (c"floor.mset", Some(floor_mset), write, [2, -1, 2]),
         (
             c"floor.count",
             Some(floor_count),
@@ -180,27 +192,33 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     OK
 }
 
-/// `floor.bare seconds key value [key value ...]`
-unsafe extern "C" fn floor_bare(
-    ctx: *mut RedisModuleCtx,
-    argv: *mut *mut RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    // SAFETY: the server passes its context and argc live arguments.
-    unsafe { write_pairs(ctx, argv, argc, false) }
+/// What a command of this module does per key beyond opening it and setting its deadline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Floor {
+    /// `floor.bare`: the value in place or set, nothing else.
+    Bare,
+    /// `floor.events`: the same, the signal, the events and the change count.
+    Events,
+    /// `floor.mset`: the value (and the signal, `set` and the count) by MSET first; `expire`.
+    Mset,
 }
 
-/// `floor.events seconds key value [key value ...]`
-unsafe extern "C" fn floor_events(
-    ctx: *mut RedisModuleCtx,
-    argv: *mut *mut RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    // SAFETY: the server passes its context and argc live arguments.
-    unsafe { write_pairs(ctx, argv, argc, true) }
+/// The commands' entry points, each `name seconds key value [key value ...]`.
+macro_rules! entry {
+    ($($function:ident => $floor:expr),*) => {$(
+        unsafe extern "C" fn $function(
+            ctx: *mut RedisModuleCtx,
+            argv: *mut *mut RedisModuleString,
+            argc: c_int,
+        ) -> c_int {
+            // SAFETY: the server passes its context and argc live arguments.
+            unsafe { write_pairs(ctx, argv, argc, $floor) }
+        }
+    )*};
 }
+entry!(floor_bare => Floor::Bare, floor_events => Floor::Events, floor_mset => Floor::Mset);
 
-/// Both commands; with `events`, the signals, the keyspace events and the change count.
+/// Every command: the pairs written as `floor` says, then each key's deadline.
 ///
 /// # Safety
 ///
@@ -209,31 +227,21 @@ unsafe fn write_pairs(
     ctx: *mut RedisModuleCtx,
     argv: *mut *mut RedisModuleString,
     argc: c_int,
-    events: bool,
+    floor: Floor,
 ) -> c_int {
     let Some(api) = API.get() else {
         return ERR;
     };
-    let argc = usize::try_from(argc).unwrap_or(0);
-    if argc < 4 || argc % 2 != 0 {
-        // SAFETY: ctx is the command's context.
-        return unsafe { (api.wrong_arity)(ctx) };
-    }
-    // SAFETY: the server passes argc valid pointers, alive for the whole call.
-    let args = unsafe { std::slice::from_raw_parts(argv, argc) };
-    let mut seconds: c_longlong = 0;
-    // SAFETY: args[1] is a live argument; seconds is a local.
-    let parsed = unsafe { (api.string_to_long_long)(args[1], &mut seconds) };
-    // SAFETY: no arguments: the clock in milliseconds, read once per call.
-    let now = unsafe { (api.milliseconds)() };
-    let deadline = seconds
-        .checked_mul(1000)
-        .filter(|_| parsed == OK && seconds > 0)
-        .and_then(|ms| now.checked_add(ms).map(|at| (ms, at)));
-    let Some((ttl_ms, at_ms)) = deadline else {
-        // SAFETY: ctx is the command's context; the message is a static C string.
-        return unsafe { (api.reply_with_error)(ctx, c"ERR invalid expire time".as_ptr()) };
+    // SAFETY: as this function's.
+    let (args, ttl_ms, at_ms) = match unsafe { parse(api, ctx, argv, argc) } {
+        Ok(parsed) => parsed,
+        Err(replied) => return replied,
     };
+    // SAFETY: as this function's; args are argv's.
+    if floor == Floor::Mset && !unsafe { mset(api, ctx, args) } {
+        // SAFETY: ctx is the command's context; the message is a static C string.
+        return unsafe { (api.reply_with_error)(ctx, c"ERR MSET failed".as_ptr()) };
+    }
     let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
     for pair in args[2..].chunks_exact(2) {
         let (name, value) = (pair[0], pair[1]);
@@ -244,42 +252,39 @@ unsafe fn write_pairs(
             // SAFETY: as above.
             return unsafe { (api.reply_with_error)(ctx, c"ERR cannot open the key".as_ptr()) };
         }
-        // SAFETY: key is the handle just opened; value is a live argument.
-        unsafe { write_one(api, key, value, ttl_ms, at_ms) };
-        // SAFETY: key is open and closed once, here.
-        unsafe { (api.close_key)(key) };
-        if events {
+        if floor != Floor::Mset {
+            // SAFETY: key is the handle just opened; value is a live argument.
+            unsafe { write_value(api, key, value) };
+        }
+        // SAFETY: key is open for writing and holds a value; it is closed once, here.
+        unsafe {
+            match api.set_abs_expire {
+                Some(set_abs_expire) => set_abs_expire(key, at_ms),
+                None => (api.set_expire)(key, ttl_ms),
+            };
+            (api.close_key)(key);
+        }
+        let events: &[(c_int, &CStr)] = match floor {
+            Floor::Bare => &[],
+            Floor::Events => &[(STRING, c"set"), (GENERIC, c"expire")],
+            Floor::Mset => &[(GENERIC, c"expire")],
+        };
+        if floor == Floor::Events {
+            // SAFETY: ctx is the command's context; name is a live argument.
+            unsafe { (api.signal_modified_key)(ctx, name) };
+        }
+        for (class, event) in events {
             // SAFETY: ctx is the command's context; name is a live argument; the event names
             // are static C strings.
-            unsafe {
-                (api.signal_modified_key)(ctx, name);
-                (api.notify_keyspace_event)(
-                    ctx,
-                    raw::REDISMODULE_NOTIFY_STRING,
-                    c"set".as_ptr(),
-                    name,
-                );
-                (api.notify_keyspace_event)(
-                    ctx,
-                    raw::REDISMODULE_NOTIFY_GENERIC,
-                    c"expire".as_ptr(),
-                    name,
-                );
-            }
+            unsafe { (api.notify_keyspace_event)(ctx, *class, event.as_ptr(), name) };
         }
     }
-    if events {
-        let pairs = ((argc - 2) / 2) as c_longlong;
+    if floor == Floor::Events {
+        let pairs = ((args.len() - 2) / 2) as c_longlong;
         // SAFETY: ctx is the command's context; "l" takes one long long, passed as c_longlong.
         let reply = unsafe { (api.call)(ctx, c"floor.count".as_ptr(), c"l".as_ptr(), pairs) };
-        let failed = reply.is_null()
-            // SAFETY: reply is a live reply of the call above.
-            || unsafe { (api.call_reply_type)(reply) } == raw::REDISMODULE_REPLY_ERROR as c_int;
-        if !reply.is_null() {
-            // SAFETY: reply is freed once, here, and not used after.
-            unsafe { (api.free_call_reply)(reply) };
-        }
-        if failed {
+        // SAFETY: reply is a live reply of the call above, or null.
+        if !unsafe { succeeded(api, reply) } {
             // SAFETY: ctx is the command's context; the message is a static C string.
             return unsafe { (api.reply_with_error)(ctx, c"ERR floor.count failed".as_ptr()) };
         }
@@ -288,19 +293,123 @@ unsafe fn write_pairs(
     unsafe { (api.reply_with_simple_string)(ctx, c"OK".as_ptr()) }
 }
 
-/// One key: the value in place when the key holds a string of its exact length, else set; then
-/// the deadline.
+const STRING: c_int = raw::REDISMODULE_NOTIFY_STRING as c_int;
+const GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC as c_int;
+
+/// Whether a nested call's reply is there and no error; frees it.
+///
+/// # Safety
+///
+/// `reply` is a live reply, or null.
+unsafe fn succeeded(api: &Api, reply: *mut RedisModuleCallReply) -> bool {
+    if reply.is_null() {
+        return false;
+    }
+    // SAFETY: reply is live; it is freed once, here, and not used after.
+    unsafe {
+        let error = (api.call_reply_type)(reply) == raw::REDISMODULE_REPLY_ERROR as c_int;
+        (api.free_call_reply)(reply);
+        !error
+    }
+}
+
+/// The arguments, the TTL and the deadline (ms) of a call, or the reply to a malformed one.
+///
+/// # Safety
+///
+/// `ctx` is a command context and `argv` holds `argc` live strings.
+unsafe fn parse<'a>(
+    api: &Api,
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> Result<(&'a [*mut RedisModuleString], mstime_t, mstime_t), c_int> {
+    let argc = usize::try_from(argc).unwrap_or(0);
+    if argc < 4 || argc % 2 != 0 {
+        // SAFETY: ctx is the command's context.
+        return Err(unsafe { (api.wrong_arity)(ctx) });
+    }
+    // SAFETY: the server passes argc valid pointers, alive for the whole call.
+    let args = unsafe { std::slice::from_raw_parts(argv, argc) };
+    let mut seconds: c_longlong = 0;
+    // SAFETY: args[1] is a live argument; seconds is a local.
+    let parsed = unsafe { (api.string_to_long_long)(args[1], &mut seconds) };
+    // SAFETY: no arguments: the clock in milliseconds, read once per call.
+    let now = unsafe { (api.milliseconds)() };
+    seconds
+        .checked_mul(1000)
+        .filter(|_| parsed == OK && seconds > 0)
+        .and_then(|ms| now.checked_add(ms).map(|at| (args, ms, at)))
+        // SAFETY: ctx is the command's context; the message is a static C string.
+        .ok_or_else(|| unsafe { (api.reply_with_error)(ctx, c"ERR invalid expire time".as_ptr()) })
+}
+
+/// The server's MSET of the pairs: one nested call sharing the arguments, or, when a value is an
+/// integer, calls of 64, 32, ... 1 pairs whose values MSET copies (only a value the call does
+/// not share is one MSET re-encodes, as SET does).
+///
+/// # Safety
+///
+/// `ctx` is a command context; `args` are its live arguments (pairs from the third).
+unsafe fn mset(api: &Api, ctx: *mut RedisModuleCtx, args: &[*mut RedisModuleString]) -> bool {
+    let integer = |value: &*mut RedisModuleString| {
+        let mut number: c_longlong = 0;
+        // SAFETY: the value is live; number is a local.
+        unsafe { (api.string_to_long_long)(*value, &mut number) == OK }
+    };
+    let pairs = &args[2..];
+    if !pairs.iter().skip(1).step_by(2).any(integer) {
+        let argv = pairs.as_ptr().cast_mut();
+        // SAFETY: "v" takes an array of live strings (read only) and its length.
+        return unsafe {
+            succeeded(
+                api,
+                (api.call)(ctx, c"MSET".as_ptr(), c"v".as_ptr(), argv, pairs.len()),
+            )
+        };
+    }
+    let copied: Vec<Pair> = pairs
+        .chunks_exact(2)
+        .map(|pair| {
+            let mut length = 0usize;
+            // SAFETY: the value is live for the whole call, and so is the pointer.
+            let bytes = unsafe { (api.string_ptr_len)(pair[1], &mut length) };
+            (pair[0], bytes, length)
+        })
+        .collect();
+    let mut rest = copied.as_slice();
+    while !rest.is_empty() {
+        let (chunk, more) = rest.split_at(1 << rest.len().min(64).ilog2());
+        rest = more;
+        let Ok(format) = CString::new("sb".repeat(chunk.len())) else {
+            return false;
+        };
+        // SAFETY: per pair "s" (a live key) and "b" (live bytes, their length), as the format says.
+        let reply = unsafe {
+            mset_chunk!(api, ctx, format.as_ptr(), chunk;
+                64 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+                       32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63],
+                32 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31],
+                16 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
+                8 => [0 1 2 3 4 5 6 7],
+                4 => [0 1 2 3],
+                2 => [0 1],
+                1 => [0])
+        };
+        // SAFETY: reply is the live reply of the call above, or null.
+        if !unsafe { succeeded(api, reply) } {
+            return false;
+        }
+    }
+    true
+}
+
+/// One key's value: in place when the key holds a string of its exact length, else set.
 ///
 /// # Safety
 ///
 /// `key` is open for reading and writing; `value` is a live string.
-unsafe fn write_one(
-    api: &Api,
-    key: *mut RedisModuleKey,
-    value: *mut RedisModuleString,
-    ttl_ms: mstime_t,
-    at_ms: mstime_t,
-) {
+unsafe fn write_value(api: &Api, key: *mut RedisModuleKey, value: *mut RedisModuleString) {
     let mut length = 0usize;
     // SAFETY: value is live; the pointer stays valid while the argument does (the whole call).
     let bytes = unsafe { (api.string_ptr_len)(value, &mut length) };
@@ -325,12 +434,6 @@ unsafe fn write_one(
         // SAFETY: key is open for writing; value is live (the server takes its own reference).
         unsafe { (api.string_set)(key, value) };
     }
-    match api.set_abs_expire {
-        // SAFETY: key is open for writing and now holds a value.
-        Some(set_abs_expire) => unsafe { set_abs_expire(key, at_ms) },
-        // SAFETY: as above.
-        None => unsafe { (api.set_expire)(key, ttl_ms) },
-    };
 }
 
 /// `floor.count n`: n changes for RDB save points, as MSETEX counts them.

@@ -9,38 +9,21 @@ const START: &str = "<!-- bench:start -->";
 const END: &str = "<!-- bench:end -->";
 const INLINE_END: &str = "<!--/bench-->";
 
-/// The block's rows: (label, persistence, REPLICATE mode, values).
-const LINES: [(&str, Persistence, Replicate, Values); 5] = [
-    (
-        "no persistence",
-        Persistence::None,
-        Replicate::Set,
-        Values::Small,
-    ),
-    (
-        "integer values",
-        Persistence::None,
-        Replicate::Set,
-        Values::Integer,
-    ),
+/// The block's rows: (label, persistence and REPLICATE mode, values).
+const LINES: [(&str, (Persistence, Replicate), Values); 5] = [
+    ("no persistence", NONE, Values::Small),
+    ("integer values", NONE, Values::Integer),
     (
         "cluster mode",
-        Persistence::Cluster,
-        Replicate::Set,
+        (Persistence::Cluster, Replicate::Set),
         Values::Small,
     ),
     (
         "one replica, `REPLICATE SET`",
-        Persistence::Replica,
-        Replicate::Set,
+        (Persistence::Replica, Replicate::Set),
         Values::Small,
     ),
-    (
-        "one replica, `REPLICATE MSETEX`",
-        Persistence::Replica,
-        Replicate::Msetex,
-        Values::Small,
-    ),
+    ("one replica, `REPLICATE MSETEX`", REPLICA, Values::Small),
 ];
 
 /// The inline figures: name, and the setup whose MSETEX costs they give.
@@ -57,23 +40,14 @@ impl Report {
             eprintln!("{path} not found: not updated");
             return;
         };
-        let (Some(start), Some(end)) = (readme.find(START), readme.find(END)) else {
+        let Some(mut updated) = super::splice(&readme, START, END, &self.readme_block(server))
+        else {
             eprintln!("{path} has no {START} ... {END} block: not updated");
             return;
         };
-        let mut updated = format!(
-            "{}{}{}",
-            &readme[..start],
-            self.readme_block(server),
-            &readme[end + END.len()..]
-        );
         for (name, replicate) in INLINE {
-            let [overwrite, fresh] = self.costs(
-                Persistence::Replica,
-                replicate,
-                Values::Small,
-                Variant::Module,
-            );
+            let setup = (Persistence::Replica, replicate);
+            let [overwrite, fresh] = self.costs(setup, Values::Small, Variant::Module);
             updated = replace_inline(&updated, name, &format!("{overwrite} / {fresh}"));
         }
         std::fs::write(path, updated).expect("write README");
@@ -82,73 +56,46 @@ impl Report {
 
     /// A variant's server time per key as a multiple of MSET's, in the main
     /// rows of a setup: [overwrite, new keys].
-    fn costs(
-        &self,
-        persistence: Persistence,
-        replicate: Replicate,
-        values: Values,
-        variant: Variant,
-    ) -> [String; 2] {
-        self.main_row(persistence, replicate, values).map(|row| {
-            let ratio = match variant {
-                Variant::Module => self.ratio(row, Variant::Mset),
-                _ => self
-                    .ratios
-                    .get(&(row, variant, Variant::Mset))
-                    .copied()
-                    .unwrap_or(f64::NAN),
-            };
-            format!("{ratio:.2}x")
+    fn costs(&self, setup: (Persistence, Replicate), v: Values, variant: Variant) -> [String; 2] {
+        Setup::ttl(0, setup).rows(v).map(|row| {
+            let ratio = self.ratios.get(&(row, variant, Variant::Mset));
+            format!("{:.2}x", ratio.copied().unwrap_or(f64::NAN))
         })
     }
 
     /// The block, markers included.
     fn readme_block(&self, server: &str) -> String {
-        let table: String = LINES
-            .iter()
-            .map(|(label, persistence, replicate, values)| {
-                let [m_over, m_new] =
-                    self.costs(*persistence, *replicate, *values, Variant::Module);
-                let [s_over, s_new] = self.costs(*persistence, *replicate, *values, Variant::Setex);
-                format!("| {label} | {m_over} | {m_new} | {s_over} | {s_new} |\n")
-            })
-            .collect();
-        let [lua_over, lua_new] = self.costs(
-            Persistence::None,
-            Replicate::Set,
-            Values::Small,
-            Variant::Lua,
-        );
-        let classic = |prefix: &str| {
-            self.classic
-                .iter()
-                .find(|(label, _)| label.starts_with(prefix))
-                .map_or(f64::NAN, |(_, s)| *s)
+        let line = |(label, setup, values): &(&str, _, _)| {
+            let [m_over, m_new] = self.costs(*setup, *values, Variant::Module);
+            let [s_over, s_new] = self.costs(*setup, *values, Variant::Setex);
+            format!("| {label} | {m_over} | {m_new} | {s_over} | {s_new} |\n")
         };
-        let [floor_over, floor_new] = self.costs(
-            Persistence::None,
-            Replicate::Set,
-            Values::Small,
-            Variant::FloorEvents,
-        );
-        let refresh = self
-            .big_calls
-            .iter()
-            .find(|(index, _)| *index == 0)
-            .map_or(f64::NAN, |(_, call)| call.refresh_ratio);
+        let table: String = LINES.iter().map(line).collect();
+        let [lua_over, lua_new] = self.costs(NONE, Values::Small, Variant::Lua);
+        let classic = |prefix: &str| {
+            let found = self
+                .classic
+                .iter()
+                .find(|(label, _)| label.starts_with(prefix));
+            found.map_or(f64::NAN, |(_, s)| *s)
+        };
+        let main = self.big_calls.iter().find(|(index, _)| *index == 0);
+        let refresh = main.map_or(f64::NAN, |(_, call)| call[1].2);
         format!(
             "{START}\nServer time per key as a multiple of MSET's (which sets no TTL) in the \
-             same run; lower is cheaper. {}, 100 keys per call, 32-byte values, 20 clients; \
-             \"TTL keys\": overwriting keys that hold TTLs, as a session store does \
-             ([docs/BENCHMARKS.md](docs/BENCHMARKS.md) has every server and row):\n\n\
+             same run; lower is cheaper. {}, 100 keys per call, 32-byte values, keys of 14 \
+             bytes (`k:` and 12 digits), 20 clients; \"TTL keys\": overwriting keys that hold \
+             TTLs, as a session store does. MSETEX: INFO commandstats, one call against one \
+             MSET; pipelined SETEX: the server's CPU time, its and MSET's (100 commands against \
+             one call) ([docs/BENCHMARKS.md](docs/BENCHMARKS.md) has every server and row):\n\n\
              | | MSETEX, TTL keys | MSETEX, new keys | pipelined SETEX, TTL keys | pipelined SETEX, new keys |\n\
              | --- | ---: | ---: | ---: | ---: |\n{table}\n\
              The usual Lua `SET ... EX` loop costs {lua_over} / {lua_new}. 10,000 keys with a \
              10 s TTL from one client: {:.3} s with one MSETEX, {:.3} s with one MSET (no TTL), \
              {:.3} s with one SETEX per key; one MSETEX refreshing 10,000 keys costs \
-             {refresh:.2}x the server time of one MSET of them. The module API's floor with \
-             events (bench/floor: the same writes, events and signals, nothing else) costs \
-             {floor_over} / {floor_new} MSET.\n{END}",
+             {refresh:.2}x the server time of one MSET of them. Against the module API's \
+             floor, in instructions per key in every regime: `make bench-instr`, in \
+             docs/BENCHMARKS.md.\n{END}",
             server,
             classic("(d)"),
             classic("(c)"),
@@ -180,29 +127,19 @@ fn replace_inline(text: &str, name: &str, figure: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::statistics::Spread;
 
     #[test]
-    fn the_block_states_the_floor_on_its_last_line() {
-        let mut report = Report::empty();
-        let [overwrite, fresh] = report.main_row(Persistence::None, Replicate::Set, Values::Small);
-        for (row, ratio) in [(overwrite, 1.4), (fresh, 2.25)] {
-            let spread = Spread {
-                median: ratio,
-                min: ratio,
-                max: ratio,
-                rounds: 1,
-            };
-            report.set_spread(row, Variant::FloorEvents, Variant::Mset, spread);
+    fn the_block_states_its_regime_and_yardsticks() {
+        let block = Report::default().readme_block("Redis 7.0.15");
+        let first = block.lines().nth(1).unwrap();
+        for words in [
+            "Redis 7.0.15, 100 keys per call, 32-byte values, keys of 14 bytes",
+            "MSETEX: INFO commandstats",
+            "pipelined SETEX: the server's CPU time",
+        ] {
+            assert!(first.contains(words), "{words}: {first}");
         }
-        let block = report.readme_block("Redis 7.0.15");
-        let last = block.lines().rev().nth(1).unwrap();
-        assert!(
-            last.ends_with("The module API's floor with events (bench/floor: the same writes, events and signals, nothing else) costs 1.40x / 2.25x MSET."),
-            "{last}"
-        );
-        // As many lines as before (README.md must stay under 250): the
-        // sentence ends the last paragraph's one line.
+        // As many lines as before (README.md must stay under 250).
         assert_eq!(block.lines().count(), 13);
     }
 

@@ -33,17 +33,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_entry_of_redis_7() {
-        let stats =
-            parse("calls=3,usec=30,usec_per_call=10.50,rejected_calls=1,failed_calls=2").unwrap();
+    fn entries_of_redis_7_and_6() {
+        let line = "calls=3,usec=30,usec_per_call=10.50,rejected_calls=1,failed_calls=2";
+        let stats = parse(line).unwrap();
         assert_eq!(
             (stats.calls, stats.usec_per_call, stats.failed),
             (3, 10.5, 3)
         );
-    }
-
-    #[test]
-    fn redis_6_counts_no_failures() {
+        // Redis 6 counts no failures.
         let stats = parse("calls=3,usec=30,usec_per_call=10.00").unwrap();
         assert_eq!(stats.failed, 0);
         assert!(parse("calls=3,usec=30").is_none());

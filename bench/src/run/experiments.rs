@@ -1,12 +1,13 @@
 //! The experiments outside the redis-benchmark rows: one call of 10,000
-//! keys against one MSET and one `floor.events` of them, the PHP experiment the project started
+//! keys against one MSET of them, the PHP experiment the project started
 //! from, memory per key against SET ... EX, and ACL LOAD of 2,000 users
 //! with and without the module.
 
 use super::commandstats::command_stats;
-use super::{flush_now, Bench, FLOOR_EVENTS};
+use super::{flush_now, Bench};
+use crate::instr::BIG_CALL;
 use crate::plan::{Setup, Values, TTL};
-use crate::statistics::{median, median_ratio, ratio_spread, Spread};
+use crate::statistics::{median, median_ratio};
 use msetex_harness::{info_field, q, Connection, ServerConfig, TempDir};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -14,38 +15,14 @@ use std::time::Instant;
 // ---------------------------------------------------------------------------
 // One call of 10,000 keys
 
-const BIG_CALL: usize = 10_000;
+/// Server time of one call of 10,000 keys, MSETEX against MSET of the same pairs, on new keys
+/// and on keys that exist with a TTL (same-length values: a session store's refresh): [new,
+/// refresh] of (MSETEX µs, MSET µs, MSETEX / MSET), medians over rounds (the ratio: of the
+/// ratios within a round).
+pub type BigCall = [(f64, f64, f64); 2];
 
-/// Server time of one call of 10,000 keys, MSETEX against MSET and against
-/// the floor with events (`floor.events`) of the same pairs, on new keys and
-/// on keys that exist with a TTL (same-length values: a session store's
-/// refresh). Medians over rounds.
-#[derive(Clone, Copy, Debug)]
-pub struct BigCall {
-    /// (MSETEX, MSET) µs, new keys.
-    pub new_us: (f64, f64),
-    /// (MSETEX, MSET) µs, refresh.
-    pub refresh_us: (f64, f64),
-    /// Median within-round ratios MSETEX / MSET.
-    pub new_ratio: f64,
-    pub refresh_ratio: f64,
-    /// floor.events µs: (new keys, refresh).
-    pub floor_us: (f64, f64),
-    /// MSETEX / floor.events within each round: new keys, refresh.
-    pub new_floor: Spread,
-    pub refresh_floor: Spread,
-}
-
-/// What one 10,000-key call runs.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum BigCaller {
-    Module,
-    Mset,
-    FloorEvents,
-}
-
-/// Server times (µs) of the one call, by (refresh, caller), one per round.
-type BigCallSamples = BTreeMap<(bool, BigCaller), Vec<f64>>;
+/// Server times (µs) of the one call, by (refresh, MSETEX rather than MSET), one per round.
+type BigCallSamples = BTreeMap<(bool, bool), Vec<f64>>;
 
 pub fn big_call(bench: &Bench, server: usize) -> BigCall {
     let setup = Setup::plain(server);
@@ -57,70 +34,47 @@ pub fn big_call(bench: &Bench, server: usize) -> BigCall {
 
 /// Medians and within-round ratios of the samples.
 fn big_call_figures(samples: &BigCallSamples) -> BigCall {
-    let get = |refresh, caller| samples.get(&(refresh, caller)).cloned().unwrap_or_default();
-    let ratio = |refresh, den| ratio_spread(&get(refresh, BigCaller::Module), &get(refresh, den));
-    let us = |refresh| {
+    let get = |refresh, module| samples.get(&(refresh, module)).cloned().unwrap_or_default();
+    let (module, mset) = (|refresh| get(refresh, true), |refresh| get(refresh, false));
+    [false, true].map(|r| {
         (
-            median(get(refresh, BigCaller::Module)),
-            median(get(refresh, BigCaller::Mset)),
+            median(module(r)),
+            median(mset(r)),
+            median_ratio(&module(r), &mset(r)),
         )
-    };
-    BigCall {
-        new_us: us(false),
-        refresh_us: us(true),
-        new_ratio: ratio(false, BigCaller::Mset).median,
-        refresh_ratio: ratio(true, BigCaller::Mset).median,
-        floor_us: (
-            median(get(false, BigCaller::FloorEvents)),
-            median(get(true, BigCaller::FloorEvents)),
-        ),
-        new_floor: ratio(false, BigCaller::FloorEvents),
-        refresh_floor: ratio(true, BigCaller::FloorEvents),
-    }
+    })
 }
 
-/// One call of `command` setting key1 .. key10000, with a TTL of 10 s
-/// first if `ttl`; the values change with the round.
-fn big_call_command(keys: &[String], command: &str, ttl: bool, round: usize) -> redis::Cmd {
-    let mut cmd = redis::cmd(command);
-    if ttl {
-        cmd.arg(10);
-    }
-    for (i, key) in keys.iter().enumerate() {
-        cmd.arg(key).arg(format!("value{:05}-{}", i, round % 10));
-    }
-    cmd
-}
-
+/// Rounds of MSETEX and MSET calls setting key1 .. key10000 (a TTL of 10 s), their server time.
 fn time_big_calls(con: &mut Connection, name: &str, rounds: usize) -> BigCallSamples {
-    let keys: Vec<String> = (1..=BIG_CALL).map(|i| format!("key{i}")).collect();
-    let call =
-        |command: &str, ttl: bool, round: usize| big_call_command(&keys, command, ttl, round);
+    // One call of `command`, with the TTL first if `ttl`; the values change with the round.
+    let call = |command: &str, ttl: bool, round: usize| {
+        let mut cmd = redis::cmd(command);
+        cmd.arg(if ttl { vec![10] } else { vec![] });
+        for i in 0..BIG_CALL {
+            cmd.arg(format!("key{}", i + 1))
+                .arg(format!("value{:05}-{}", i, round % 10));
+        }
+        cmd
+    };
     let mut samples = BigCallSamples::new();
     for round in 0..rounds {
         for refresh in [false, true] {
-            for caller in [BigCaller::Module, BigCaller::Mset, BigCaller::FloorEvents] {
+            for module in [true, false] {
                 flush_now(con);
                 if refresh {
                     // Every key exists with a TTL and a value of the same length.
                     call(name, true, round + 1).query::<()>(con).expect("seed");
                 }
                 q::<(), _>(con, &["CONFIG", "RESETSTAT"]);
-                let (command, ttl) = match caller {
-                    BigCaller::Module => (name, true),
-                    BigCaller::Mset => ("MSET", false),
-                    BigCaller::FloorEvents => (FLOOR_EVENTS, true),
-                };
+                let command = if module { name } else { "MSET" };
                 let stat = command.to_ascii_lowercase();
-                call(command, ttl, round)
-                    .query::<()>(con)
-                    .expect("the 10,000-key call");
+                let done = call(command, module, round).query::<()>(con);
+                done.expect("the 10,000-key call");
                 let stats = command_stats(con, &stat).expect("commandstats");
                 assert_eq!(stats.calls, 1, "{stat}");
-                samples
-                    .entry((refresh, caller))
-                    .or_default()
-                    .push(stats.usec_per_call);
+                let times = samples.entry((refresh, module)).or_default();
+                times.push(stats.usec_per_call);
             }
         }
     }
@@ -167,7 +121,7 @@ pub fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
             }
         });
         time("(c) one MSET, no TTL", con, &|con| {
-            mset.query::<()>(con).expect("MSET");
+            mset.query::<()>(con).expect("MSET")
         });
         let mut msetex = redis::cmd(name);
         msetex.arg(10);
@@ -175,7 +129,7 @@ pub fn classic_experiment(bench: &Bench) -> Vec<(&'static str, f64)> {
             msetex.arg(k).arg(v);
         }
         time("(d) one MSETEX", con, &|con| {
-            msetex.query::<()>(con).expect("MSETEX");
+            msetex.query::<()>(con).expect("MSETEX")
         });
         let ttl: i64 = q(con, &["TTL", "key10000"]);
         assert!((9..=10).contains(&ttl), "MSETEX must have set the TTL");
@@ -191,6 +145,7 @@ const MEMORY_BATCH: usize = 1000;
 
 /// used_memory per key after writing 1,000,000 keys with TTL, with MSETEX
 /// and with SET ... EX, for 32-byte and for integer values.
+#[derive(Default)]
 pub struct Memory {
     /// (values, MSETEX bytes per key, SET EX bytes per key)
     pub rows: Vec<(Values, f64, f64)>,
@@ -206,17 +161,11 @@ pub fn memory_per_key(bench: &Bench) -> Memory {
     let mut running = bench.start(setup);
     let con = &mut running.con;
     let name = bench.module_name(setup);
-    let rows = [Values::Small, Values::Integer]
-        .into_iter()
-        .map(|values| {
-            (
-                values,
-                bytes_per_key(con, name, keys, values, true),
-                bytes_per_key(con, name, keys, values, false),
-            )
-        })
-        .collect();
-    Memory { rows }
+    let mut bytes = |values, msetex| bytes_per_key(con, name, keys, values, msetex);
+    let rows = [Values::Small, Values::Integer].map(|v| (v, bytes(v, true), bytes(v, false)));
+    Memory {
+        rows: rows.to_vec(),
+    }
 }
 
 /// used_memory per key after writing `keys` keys from empty, with the
@@ -230,9 +179,8 @@ fn bytes_per_key(
 ) -> f64 {
     flush_now(con);
     let used = |con: &mut Connection| -> f64 {
-        info_field(con, "memory", "used_memory")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(f64::NAN)
+        let used = info_field(con, "memory", "used_memory");
+        used.and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
     };
     let value = |i: usize| match values {
         // Integers of every size, as counters and ids are.
@@ -254,8 +202,7 @@ fn bytes_per_key(
                     .arg(format!("mem:{i:07}"))
                     .arg(value(i))
                     .arg("EX")
-                    .arg(TTL)
-                    .ignore();
+                    .arg(TTL);
             }
         }
         pipe.query::<()>(con).expect("write keys");
@@ -274,7 +221,7 @@ const ACL_USERS: usize = 2_000;
 /// Server time of `ACL LOAD` of [`ACL_USERS`] users on the server under
 /// test, with the module loaded and without: the module must not make it
 /// dearer (it never looks at users' rules).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct AclLoad {
     pub with_ms: f64,
     pub without_ms: f64,
@@ -343,35 +290,15 @@ mod tests {
     #[test]
     fn the_big_call_figures() {
         let mut samples = BigCallSamples::new();
-        let mut put = |refresh, caller, us: &[f64]| {
-            samples.insert((refresh, caller), us.to_vec());
-        };
-        put(false, BigCaller::Module, &[110.0, 120.0, 100.0]);
-        put(false, BigCaller::Mset, &[50.0, 60.0, 40.0]);
-        put(false, BigCaller::FloorEvents, &[100.0, 100.0, 100.0]);
-        put(true, BigCaller::Module, &[90.0, 99.0, 80.0]);
-        put(true, BigCaller::Mset, &[60.0, 60.0, 60.0]);
-        // A round whose floor call failed counts not.
-        put(true, BigCaller::FloorEvents, &[100.0, 90.0, f64::NAN]);
+        samples.insert((false, true), vec![110.0, 120.0, 100.0]);
+        samples.insert((false, false), vec![50.0, 60.0, 40.0]);
+        samples.insert((true, true), vec![90.0, 99.0, 80.0]);
+        // A round whose MSET failed counts not.
+        samples.insert((true, false), vec![60.0, 60.0, f64::NAN]);
         let call = big_call_figures(&samples);
-        assert_eq!(call.new_us, (110.0, 50.0));
-        assert_eq!(call.refresh_us, (90.0, 60.0));
-        // Within rounds: 2.2, 2.0, 2.5; 1.5, 1.65, 1.333.
-        assert_eq!(call.new_ratio, 2.2);
-        assert_eq!(call.refresh_ratio, 1.5);
-        assert_eq!(call.floor_us, (100.0, 95.0));
-        assert_eq!(
-            call.new_floor,
-            Spread {
-                median: 1.1,
-                min: 1.0,
-                max: 1.2,
-                rounds: 3
-            }
-        );
-        // 0.9 and 1.1: two rounds.
-        let refresh = call.refresh_floor;
-        assert_eq!((refresh.min, refresh.max, refresh.rounds), (0.9, 1.1, 2));
-        assert!((refresh.median - 1.0).abs() < 1e-12);
+        // Within rounds: 2.2, 2.0, 2.5; 1.5, 1.65.
+        assert_eq!(call[0], (110.0, 50.0, 2.2));
+        assert_eq!((call[1].0, call[1].1), (90.0, 60.0));
+        assert!((call[1].2 - 1.575).abs() < 1e-9);
     }
 }

@@ -76,10 +76,21 @@ impl AclCheck {
 }
 
 /// The server's permission check for one user (`ffi::AclUser`, or the unit tests' rules).
-pub trait Permissions<A> {
+pub trait Permissions<A: Copy> {
     /// Whether the user may run the command whose arguments are `parts`, concatenated (the name
     /// first): the command and its keys.
     fn allows(&mut self, parts: &[&[A]]) -> bool;
+
+    /// Whether the user may run `command key value tail...` for every pair of `pairs`; else the
+    /// first key refused. Asks no further once one is refused.
+    fn allows_each_pair(&mut self, command: A, pairs: &[A], tail: &[A]) -> Result<(), A> {
+        for pair in pairs.chunks_exact(2) {
+            if !self.allows(&[&[command], pair, tail]) {
+                return Err(pair.first().copied().unwrap_or(command));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The words of the commands the capability is asked with.
@@ -107,12 +118,8 @@ pub fn check_capability<A: Copy, P: Permissions<A>>(
     if !user.allows(&[&[words.mset], pairs]) {
         return Err(mset_lacks(user, words.mset, pairs));
     }
-    for pair in pairs.chunks_exact(2) {
-        if !user.allows(&[&[words.set], pair, words.set_options]) {
-            return Err(pair.first().map_or(Lacks::Mset, |key| Lacks::Key(*key)));
-        }
-    }
-    Ok(())
+    user.allows_each_pair(words.set, pairs, words.set_options)
+        .map_err(Lacks::Key)
 }
 
 /// Why MSET on every key was refused: MSET itself, else the first key MSET alone cannot write
@@ -131,6 +138,15 @@ fn mset_lacks<A: Copy, P: Permissions<A>>(user: &mut P, mset: A, pairs: &[A]) ->
 impl<'a> Permissions<Arg<'a>> for AclUser<'_> {
     fn allows(&mut self, parts: &[&[Arg<'a>]]) -> bool {
         AclUser::allows(self, parts)
+    }
+
+    fn allows_each_pair(
+        &mut self,
+        command: Arg<'a>,
+        pairs: &[Arg<'a>],
+        tail: &[Arg<'a>],
+    ) -> Result<(), Arg<'a>> {
+        AclUser::allows_each_pair(self, command, pairs, tail)
     }
 }
 

@@ -116,6 +116,39 @@ impl AclUser<'_> {
         unsafe { (self.check)(self.user, self.argv.as_mut_ptr(), argc) == OK }
     }
 
+    /// [`AclUser::allows`] for `command key value tail...` of every pair: one argv, of which only
+    /// the key and the value change from one pair to the next. The first key refused, if any.
+    pub fn allows_each_pair<'a>(
+        &mut self,
+        command: Arg<'a>,
+        pairs: &[Arg<'a>],
+        tail: &[Arg<'a>],
+    ) -> Result<(), Arg<'a>> {
+        let Some(first) = pairs.first() else {
+            return Ok(());
+        };
+        self.argv.clear();
+        self.argv.extend([command.ptr, first.ptr, first.ptr]);
+        self.argv.extend(tail.iter().map(|arg| arg.ptr));
+        let Ok(argc) = c_int::try_from(self.argv.len()) else {
+            return Err(*first);
+        };
+        for pair in pairs.chunks_exact(2) {
+            let [key, value] = pair else {
+                continue;
+            };
+            if let Some([key_slot, value_slot]) = self.argv.get_mut(1..3) {
+                *key_slot = key.ptr;
+                *value_slot = value.ptr;
+            }
+            // SAFETY: user is live; argv holds argc live strings, which the check only reads.
+            if unsafe { (self.check)(self.user, self.argv.as_mut_ptr(), argc) } != OK {
+                return Err(*key);
+            }
+        }
+        Ok(())
+    }
+
     /// Adds an ACL LOG entry for this user, as the server logs its own refusals.
     pub fn log_refusal(&self, object: Arg<'_>, reason: LogReason) {
         let Some(add_entry) = self.ctx.api.acl_add_log_entry else {

@@ -9,10 +9,11 @@ use crate::ffi::Allocation;
 pub fn jemalloc_class(size: usize) -> usize {
     match size {
         0..=8 => 8,
-        9..=128 => size.div_ceil(16) * 16,
+        9..=128 => (size + 15) & !15,
         _ => {
+            // A power of two: rounding up is a mask, not a division.
             let spacing = size.next_power_of_two() / 8;
-            size.div_ceil(spacing) * spacing
+            (size + spacing - 1) & !(spacing - 1)
         }
     }
 }
@@ -32,7 +33,9 @@ pub fn as_compact_as_fresh(allocation: Allocation, len: usize) -> bool {
     match allocation {
         Allocation::Exact => true,
         Allocation::Capacity { header, capacity } => {
-            jemalloc_class(header + capacity + 1) <= jemalloc_class(header_for(len) + len + 1)
+            let (held, fresh) = (header + capacity + 1, header_for(len) + len + 1);
+            // A class holds its own size: a buffer no bigger than the fresh one's needs no class.
+            held <= fresh || jemalloc_class(held) <= jemalloc_class(fresh)
         }
         Allocation::Unknown => false,
     }

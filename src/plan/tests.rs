@@ -163,10 +163,8 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                     if replicate == Replicate::Msetex && !native {
                         expected.push(Role::Apply);
                     }
-                    let redis_6_2 = server.is(Product::Redis, (0, 0), Some((7, 0)));
-                    if replicate == Replicate::Msetex || native || redis_6_2 {
-                        expected.push(Role::ChangesCounter);
-                    }
+                    // Every call counts its key-API changes with it, whoever listens.
+                    expected.push(Role::ChangesCounter);
                     assert_eq!(roles(&plan), expected, "{what}");
                     if let Some(apply) = plan.commands.iter().find(|c| c.role == Role::Apply) {
                         assert_eq!(apply.name.as_c_str(), c"app.msetex.apply", "{what}");

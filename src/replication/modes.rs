@@ -28,7 +28,8 @@ impl Replicate {
 pub struct Replication {
     pub mode: Replicate,
     pub sent: Sent,
-    /// `<name>.changes`, where a call counts its key-API writes in one go.
+    /// `<name>.changes`, with which a call counts its key-API writes in one go (every call that
+    /// replicates as one command, every call on Redis 6.2, every call of many pairs).
     pub counter: Option<CString>,
     /// Redis 6.2: changes are counted at the end of a call even where nobody listens.
     pub counts_at_end: bool,
@@ -71,9 +72,7 @@ impl Replication {
             Replicate::Msetex => call(named(".apply")?, CallForm::Apply),
         };
         let counts_at_end = profile.redis_6;
-        let counter = (matches!(sent, Sent::PerCall { .. }) || counts_at_end)
-            .then(|| named(".changes"))
-            .transpose()?;
+        let counter = Some(named(".changes")?);
         Ok(Replication {
             mode,
             sent,

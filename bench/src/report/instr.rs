@@ -13,10 +13,8 @@ pub const END: &str = "<!-- instr:end -->";
 
 /// `a / b`: overwrite, then new keys, of a server's rows of `values` with `batch` keys a call.
 fn both(server: usize, values: Values, batch: usize, f: impl FnMut(Row) -> String) -> String {
-    let rows = Setup::plain(server)
-        .rows(values)
-        .map(|row| Row { batch, ..row });
-    rows.map(f).join(" / ")
+    let rows = Setup::plain(server).rows(values);
+    rows.map(|row| Row { batch, ..row }).map(f).join(" / ")
 }
 
 impl Instr {
@@ -70,11 +68,8 @@ impl Instr {
         let counts =
             [Floor, FloorEvents, FloorMset, Mset, Setex, Builtin].map(|v| (false, Some(v)));
         let ratios = [None, Some(Setex), Some(Builtin)].map(|den| (true, den));
-        let all: Vec<_> = [(false, Some(Module)), (false, None)]
-            .into_iter()
-            .chain(ratios)
-            .chain(counts)
-            .collect();
+        let head = [(false, Some(Module)), (false, None)];
+        let all: Vec<_> = head.into_iter().chain(ratios).chain(counts).collect();
         let big: Vec<_> = all
             .iter()
             .copied()
@@ -91,11 +86,8 @@ impl Instr {
                 };
                 let titles: Vec<String> = columns.iter().map(head).collect();
                 let bars = "| ---: ".repeat(columns.len());
-                let regime = values.regime();
-                let _ = writeln!(
-                    md,
-                    "\n### {regime}{title}\n\nInstructions per key, overwrite / new.\n"
-                );
+                let regime = format!("\n### {}{title}\n\n", values.regime());
+                let _ = writeln!(md, "{regime}Instructions per key, overwrite / new.\n");
                 let _ = writeln!(md, "| server | {} |\n| --- {bars}|", titles.join(" | "));
                 for (index, server) in servers.iter().enumerate() {
                     let has = variants(server);

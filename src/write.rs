@@ -11,7 +11,7 @@ use crate::ffi::{
 };
 use crate::outcome::Abort;
 use crate::server::{PastDeadline, Profile, ServerCommand};
-use crate::syntax::{parse_i64, Condition};
+use crate::syntax::{is_i64, Condition};
 use crate::{sizing, stats};
 
 /// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
@@ -198,7 +198,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         // SET stores a canonical integer as `int` or shared, which no module API can produce, and
         // a short value embedded with its key, which the key API cannot leave in place: the batch
         // writes those unopened (its lookup is the one access; KEEPTTL: the key's TTL decides).
-        let integer = parse_i64(value.as_ref()).is_some();
+        let integer = is_i64(value.as_ref());
         let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
             || (self.deadline.expiry() != Expiry::Keep && self.embeds(key, value, false));

@@ -13,7 +13,7 @@ mod packed;
 mod ttl;
 
 pub use options::{
-    parse_i64, Ack, Condition, Layout, ParseError, Request, ACL_CATEGORIES, ARITY, DATA,
+    is_i64, parse_i64, Ack, Condition, Layout, ParseError, Request, ACL_CATEGORIES, ARITY, DATA,
 };
 pub use packed::{Packed, Packing};
 

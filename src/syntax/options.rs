@@ -143,6 +143,46 @@ pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, P
     }
 }
 
+/// Whether [`parse_i64`] takes `bytes`, eight digits at a time: the write path asks it of every
+/// value, and a digit at a time cost as much as the rest of an integer's bookkeeping.
+pub fn is_i64(bytes: &[u8]) -> bool {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    match digits.first() {
+        // 18 digits never overflow an i64; longer ones need the range check.
+        Some(b'1'..=b'9') if digits.len() <= 18 => all_digits(digits),
+        Some(b'1'..=b'9') => parse_i64(bytes).is_some(),
+        _ => bytes == b"0",
+    }
+}
+
+/// Whether every byte is an ASCII digit.
+fn all_digits(bytes: &[u8]) -> bool {
+    // Each byte 0x30..=0x39: its high nibble is 3, and adding 6 leaves it 3 (0x3a.. become 0x4_;
+    // no byte carries into the next once every high nibble is 3).
+    const HIGH: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    let digits_at = |at: usize| {
+        let word = bytes
+            .get(at..at + 8)
+            .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok());
+        word.map(u64::from_le_bytes).is_some_and(|word| {
+            word & HIGH == THREES && word.wrapping_add(0x0606_0606_0606_0606) & HIGH == THREES
+        })
+    };
+    let Some(last) = bytes.len().checked_sub(8) else {
+        return bytes.iter().all(u8::is_ascii_digit);
+    };
+    // Whole words, then the last eight bytes (which may overlap the word before).
+    let mut at = 0;
+    while at < last {
+        if !digits_at(at) {
+            return false;
+        }
+        at += 8;
+    }
+    digits_at(last)
+}
+
 /// Parses a base-10 i64 exactly as Redis's `string2ll`: optional `-`, no `+`, spaces or leading
 /// zeros, at most 20 bytes; `None` otherwise (overflow too). The same rule decides which values
 /// Redis stores as `int`, so the write path reuses it.

@@ -523,6 +523,32 @@ fn numkeys_errors_as_the_builtin() {
 }
 
 #[test]
+fn is_i64_takes_what_parse_i64_takes_byte_by_byte() {
+    // Every byte value at every position of numbers from 1 to 20 digits, signed or not: the
+    // eight-at-a-time check must reject exactly what the digit loop rejects.
+    for len in 1..=20 {
+        let number: Vec<u8> = (0..len).map(|i| b"123456789"[i % 9]).collect();
+        for sign in [&b""[..], b"-"] {
+            let base = [sign, &number[..]].concat();
+            for at in 0..base.len() {
+                for byte in 0..=u8::MAX {
+                    let mut bytes = base.clone();
+                    bytes[at] = byte;
+                    assert_eq!(is_i64(&bytes), model_i64(&bytes).is_some(), "{bytes:?}");
+                }
+            }
+        }
+    }
+    for bytes in [
+        &b"9223372036854775807"[..],
+        b"9223372036854775808",
+        b"-9223372036854775808",
+    ] {
+        assert_eq!(is_i64(bytes), model_i64(bytes).is_some(), "{bytes:?}");
+    }
+}
+
+#[test]
 fn parse_i64_edges() {
     assert_eq!(parse_i64(b"0"), Some(0));
     assert_eq!(parse_i64(b"-1"), Some(-1));
@@ -780,6 +806,7 @@ proptest! {
     #[test]
     fn parse_i64_agrees_with_model(bytes in arg_strategy()) {
         prop_assert_eq!(parse_i64(&bytes), model_i64(&bytes));
+        prop_assert_eq!(is_i64(&bytes), model_i64(&bytes).is_some());
     }
 
     #[test]

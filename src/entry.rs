@@ -4,7 +4,9 @@
 use std::ffi::CStr;
 
 use crate::acl::AclCheck;
-use crate::ffi::{self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LogLevel, Optional, Reply};
+use crate::ffi::{
+    self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Optional, Reply,
+};
 use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
@@ -165,7 +167,7 @@ impl ffi::Command for Msetex {
     }
 
     /// The server's "where are the keys" call (`getkeys-api`).
-    fn declare_keys(positions: &KeyPositions, args: &[Arg<'_>]) {
+    fn declare_keys(positions: &KeyPositions, args: &[LazyArg<'_>]) {
         if let Some(module) = LOADED.get() {
             module.keys.declare(positions, args);
         }

@@ -209,7 +209,7 @@ impl Keys {
     /// Answers the server's "where are the keys" call. A call the command refuses declares no
     /// keys (no CROSSSLOT or key pattern error before its own refusal): it is parsed as the
     /// command parses it, with the server's clock (a relative TTL must not overflow it).
-    pub fn declare(&self, positions: &KeyPositions, args: &[Arg<'_>]) {
+    pub fn declare<A: AsRef<[u8]>>(&self, positions: &KeyPositions, args: &[A]) {
         if let Ok(request) = self.parse(args, positions.now_ms()) {
             for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {
                 positions.key_at(index);

@@ -7,13 +7,13 @@ use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleString};
 
 use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
-use super::ctx::{Arg, Ctx, KeyPositions, OwnedString, Reply};
+use super::ctx::{Arg, Ctx, KeyPositions, LazyArg, OwnedString, Reply};
 
 /// A command the module registers (see [`super::create_command`]).
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
     /// Answers the server's "where are the keys" call (commands with the `getkeys-api` flag).
-    fn declare_keys(_positions: &KeyPositions<'_>, _args: &[Arg<'_>]) {}
+    fn declare_keys(_positions: &KeyPositions<'_>, _args: &[LazyArg<'_>]) {}
 }
 
 /// A filter rewrite step: the `replaced` arguments from `at` on become `with`, after earlier steps.
@@ -127,15 +127,17 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     argc: c_int,
 ) -> c_int {
     let Some(call) = Ctx::of(ctx) else { return ERR };
-    // SAFETY: the server passes argc live argument strings for this call.
-    let args = unsafe { call.args(argv, argc) };
     // SAFETY: ctx is the context of this call.
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
         // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS checks): no client here.
+        // SAFETY: the server passes argc live argument strings for this call.
+        let args = unsafe { call.lazy_args(argv, argc) };
         let positions = KeyPositions(call);
         let _ = catch_unwind(AssertUnwindSafe(|| C::declare_keys(&positions, &args)));
         return OK;
     }
+    // SAFETY: the server passes argc live argument strings for this call.
+    let args = unsafe { call.args(argv, argc) };
     let reply = catch_unwind(AssertUnwindSafe(|| C::run(&call, &args))).unwrap_or_else(|_| {
         call.log_warning("msetex: internal error (panic caught), see issue tracker");
         Reply::Error(c"ERR msetex internal error".to_owned())

@@ -79,6 +79,20 @@ impl<'call> Arg<'call> {
     }
 }
 
+/// A command argument read only when looked at: where the server asks where a call's keys are
+/// (Redis 8.6 asks twice a call), only the leading arguments are read, not every key and value.
+#[derive(Clone, Copy)]
+pub struct LazyArg<'call> {
+    api: &'call Api,
+    ptr: *mut RedisModuleString,
+}
+
+impl AsRef<[u8]> for LazyArg<'_> {
+    fn as_ref(&self) -> &[u8] {
+        Arg::of(self.api, self.ptr).bytes
+    }
+}
+
 /// The `len` items at `data`, none if NULL. Safety: a non-null `data` has `len` items for `'a`.
 pub(super) unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
     if data.is_null() || len == 0 {
@@ -127,6 +141,21 @@ impl<'call> Ctx<'call> {
         // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
         let raw_args = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
+    }
+
+    /// As [`Ctx::args`], each read only when looked at.
+    ///
+    /// # Safety
+    /// As [`Ctx::args`].
+    pub(super) unsafe fn lazy_args(
+        &self,
+        argv: *mut *mut RedisModuleString,
+        argc: c_int,
+    ) -> Vec<LazyArg<'call>> {
+        // SAFETY: the caller's contract; each LazyArg borrows them for no longer than the call.
+        let raw_args = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
+        let api = self.api;
+        raw_args.iter().map(|&ptr| LazyArg { api, ptr }).collect()
     }
 
     pub(super) fn reply(&self, reply: Reply) -> c_int {

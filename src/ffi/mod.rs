@@ -16,7 +16,9 @@ pub use call::{fresh_part, Head, Propagation, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module,
 };
-pub use ctx::{Arg, ContextFlags, Ctx, EventClass, KeyPositions, OwnedString, Reply, Word};
+pub use ctx::{
+    Arg, ContextFlags, Ctx, EventClass, KeyPositions, LazyArg, OwnedString, Reply, Word,
+};
 pub use facts::{
     cluster_enabled, command_callable, command_keys, config_number, original_command_name,
     server_info_fields,

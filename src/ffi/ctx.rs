@@ -93,6 +93,16 @@ impl AsRef<[u8]> for LazyArg<'_> {
     }
 }
 
+/// A call's argument strings. Safety: as [`Ctx::args`]; each borrows them for no longer than the
+/// call.
+unsafe fn raw_args<'call>(
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> &'call [*mut RedisModuleString] {
+    // SAFETY: the caller's contract.
+    unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) }
+}
+
 /// The `len` items at `data`, none if NULL. Safety: a non-null `data` has `len` items for `'a`.
 pub(super) unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
     if data.is_null() || len == 0 {
@@ -138,8 +148,8 @@ impl<'call> Ctx<'call> {
         argv: *mut *mut RedisModuleString,
         argc: c_int,
     ) -> Vec<Arg<'call>> {
-        // SAFETY: the caller's contract; each Arg borrows them for no longer than the call.
-        let raw_args = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
+        // SAFETY: the caller's contract.
+        let raw_args = unsafe { raw_args(argv, argc) };
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 
@@ -152,8 +162,8 @@ impl<'call> Ctx<'call> {
         argv: *mut *mut RedisModuleString,
         argc: c_int,
     ) -> Vec<LazyArg<'call>> {
-        // SAFETY: the caller's contract; each LazyArg borrows them for no longer than the call.
-        let raw_args = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
+        // SAFETY: the caller's contract.
+        let raw_args = unsafe { raw_args(argv, argc) };
         let api = self.api;
         raw_args.iter().map(|&ptr| LazyArg { api, ptr }).collect()
     }

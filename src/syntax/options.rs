@@ -144,14 +144,27 @@ pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, P
 }
 
 /// Whether [`parse_i64`] takes `bytes`, eight digits at a time: the write path asks it of every
-/// value, and a digit at a time cost as much as the rest of an integer's bookkeeping.
+/// value, and a digit at a time cost as much as the rest of an integer's bookkeeping. Inlined,
+/// the first byte rules out most other values without a call.
+#[inline]
 pub fn is_i64(bytes: &[u8]) -> bool {
+    match bytes.first() {
+        Some(b'1'..=b'9' | b'-') => is_i64_from_first_byte(bytes),
+        Some(b'0') => bytes.len() == 1,
+        _ => false,
+    }
+}
+
+/// [`is_i64`] of a value whose first byte is a sign or a digit other than 0.
+#[inline(never)]
+fn is_i64_from_first_byte(bytes: &[u8]) -> bool {
     let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
     match digits.first() {
         // 18 digits never overflow an i64; longer ones need the range check.
         Some(b'1'..=b'9') if digits.len() <= 18 => all_digits(digits),
         Some(b'1'..=b'9') => parse_i64(bytes).is_some(),
-        _ => bytes == b"0",
+        // "-", "-0..." and a sign before anything else.
+        _ => false,
     }
 }
 

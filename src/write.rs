@@ -442,7 +442,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };
-        for (key, pair) in part.keys().zip(part.flat.chunks_exact(2)) {
+        for pair in part.pairs {
+            let [key, _] = *pair;
             if !self.keyspace.run(&call, pair) {
                 return Err(Abort("write the key with SET"));
             }
@@ -478,7 +479,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             },
             propagation: Propagation::ByModule,
         };
-        if self.keyspace.run(&call, part.flat) {
+        if self.keyspace.run(&call, part.flat()) {
             Ok(())
         } else {
             Err(Abort("write the keys with the server's command"))
@@ -493,10 +494,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
 /// Pairs waiting for one batch, with a filter that rules most other keys out at once.
 struct Batch<A> {
-    /// key, value, key, value... as MSET takes them.
-    flat: Vec<A>,
-    /// Per pair: the LFU counter to restore after the batch's own lookup.
-    lfu: Vec<Option<i64>>,
+    /// (key, value) pairs: key, value, key, value... as MSET takes them, once flattened.
+    pairs: Vec<[A; 2]>,
+    /// The LFU counters to restore after the batch's own lookup, by pair (few pairs have one).
+    lfu: Vec<(usize, i64)>,
     filter: [u64; 64],
     /// The values waiting are integers (else none is).
     integers: bool,
@@ -504,7 +505,7 @@ struct Batch<A> {
 
 impl<A: Copy + AsRef<[u8]>> Batch<A> {
     fn len(&self) -> usize {
-        self.lfu.len()
+        self.pairs.len()
     }
 
     /// One bit of 4096 per key, from a hash of its bytes taken eight at a time (a byte at a time
@@ -535,7 +536,10 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
     /// [`Batch::contains`] with the key's filter bit already computed.
     fn holds(&self, (word, mask): (usize, u64), key: A) -> bool {
         self.filter.get(word).is_some_and(|w| w & mask != 0)
-            && self.keys().any(|waiting| waiting.as_ref() == key.as_ref())
+            && self
+                .pairs
+                .iter()
+                .any(|[waiting, _]| waiting.as_ref() == key.as_ref())
     }
 
     /// Adds a pair; `(word, mask)`: its key's filter bit.
@@ -543,37 +547,37 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
         if let Some(w) = self.filter.get_mut(word) {
             *w |= mask;
         }
-        self.flat.push(key);
-        self.flat.push(value);
-        self.lfu.push(lfu);
-    }
-
-    fn keys(&self) -> impl Iterator<Item = A> + '_ {
-        self.flat.iter().step_by(2).copied()
+        if let Some(lfu) = lfu {
+            self.lfu.push((self.pairs.len(), lfu));
+        }
+        self.pairs.push([key, value]);
     }
 
     /// The `size` pairs from pair `start`.
     fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
+        let end = start.checked_add(size)?;
+        let lfu_from = self.lfu.partition_point(|(pair, _)| *pair < start);
+        let lfu_to = self.lfu.partition_point(|(pair, _)| *pair < end);
         Some(Part {
-            flat: self.flat.get(2 * start..2 * (start + size))?,
-            lfu: self.lfu.get(start..start + size)?,
+            pairs: self.pairs.get(start..end)?,
+            first: start,
+            lfu: self.lfu.get(lfu_from..lfu_to)?,
             integers: self.integers,
         })
     }
 
     /// The same buffers, emptied, for the next batch.
     fn cleared(mut self) -> Batch<A> {
-        self.flat.clear();
+        self.pairs.clear();
         self.lfu.clear();
         self.filter = [0; 64];
         self
     }
 
     fn with_capacity(pairs: usize) -> Batch<A> {
-        let pairs = pairs.min(BATCH_MAX);
         Batch {
-            flat: Vec::with_capacity(2 * pairs),
-            lfu: Vec::with_capacity(pairs),
+            pairs: Vec::with_capacity(pairs.min(BATCH_MAX)),
+            lfu: Vec::new(),
             filter: [0; 64],
             integers: false,
         }
@@ -582,18 +586,31 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
 
 /// Pairs of a batch written by one server command.
 struct Part<'b, A> {
-    flat: &'b [A],
-    lfu: &'b [Option<i64>],
+    pairs: &'b [[A; 2]],
+    /// The batch's index of the first pair.
+    first: usize,
+    /// The LFU counters of these pairs, by the batch's index.
+    lfu: &'b [(usize, i64)],
     integers: bool,
 }
 
 impl<A: Copy> Part<'_, A> {
-    fn keys(&self) -> impl Iterator<Item = A> + '_ {
-        self.flat.iter().step_by(2).copied()
+    /// key, value, key, value...
+    fn flat(&self) -> &[A] {
+        self.pairs.as_flattened()
     }
 
+    fn keys(&self) -> impl Iterator<Item = A> + '_ {
+        self.pairs.iter().map(|[key, _]| *key)
+    }
+
+    /// Each key with the LFU counter to restore, if any.
     fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
-        self.keys().zip(self.lfu.iter().copied())
+        let mut lfu = self.lfu.iter().peekable();
+        self.pairs.iter().enumerate().map(move |(index, [key, _])| {
+            let counter = lfu.next_if(|(pair, _)| *pair == self.first + index);
+            (*key, counter.map(|(_, counter)| *counter))
+        })
     }
 }
 

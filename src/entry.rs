@@ -205,7 +205,7 @@ impl ffi::Hooks for Hooks {
         LOADED.get().is_some_and(wants)
     }
 
-    fn filter(args: &[&[u8]]) -> Vec<ArgsChange> {
+    fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange> {
         let rewrite = |module: &Loaded| module.keys.rewrite(&module.name, args);
         LOADED.get().map_or_else(Vec::new, rewrite)
     }

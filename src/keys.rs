@@ -186,8 +186,10 @@ impl Keys {
             }
         };
         Some(format!(
-            "this server may ask for command keys from I/O threads{}: keys are declared by key \
-             specifications only, and {what}",
+            "this server may ask for command keys from I/O threads{}, or reads a keynum key \
+             specification with its step outside cluster mode (key specifications are then exact, \
+             and cost less than a callback): keys are declared by key specifications only, and \
+             {what}",
             if io_threads_read {
                 ""
             } else {
@@ -230,7 +232,7 @@ impl Keys {
     /// Rewrites a command naming MSETEX (`ours`): packs the options among the keys, or refuses
     /// the call where the server routes it by keys read before any filter. A typed client's
     /// numkeys call gets the TTL form's refusal from `COMMAND GETKEYS` too (cluster clients ask).
-    pub fn rewrite(&self, ours: &str, args: &[&[u8]]) -> Vec<ArgsChange> {
+    pub fn rewrite<A: AsRef<[u8]>>(&self, ours: &str, args: &[A]) -> Vec<ArgsChange> {
         let Some((at, routed)) = locate(ours, args) else {
             return Vec::new();
         };
@@ -337,9 +339,9 @@ impl Keys {
 
 /// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
 /// the server routes it (only the call itself).
-fn locate(ours: &str, args: &[&[u8]]) -> Option<(usize, bool)> {
-    let is = |arg: &&[u8], word: &[u8]| arg.eq_ignore_ascii_case(word);
-    let is_ours = |arg: &&[u8]| is(arg, ours.as_bytes());
+fn locate<A: AsRef<[u8]>>(ours: &str, args: &[A]) -> Option<(usize, bool)> {
+    let is = |arg: &A, word: &[u8]| arg.as_ref().eq_ignore_ascii_case(word);
+    let is_ours = |arg: &A| is(arg, ours.as_bytes());
     match args {
         [first, ..] if is_ours(first) => Some((0, true)),
         [command, sub, name, ..]
@@ -358,7 +360,7 @@ fn locate(ours: &str, args: &[&[u8]]) -> Option<(usize, bool)> {
 
 /// Turns the command into an unknown one named `text`: the server answers `ERR unknown command
 /// '<text>'` before permissions or routing, nothing runs (in MULTI, the transaction is refused).
-fn refuse_with(args: &[&[u8]], text: String) -> Vec<ArgsChange> {
+fn refuse_with<A>(args: &[A], text: String) -> Vec<ArgsChange> {
     vec![ArgsChange {
         at: 0,
         replaced: args.len(),

@@ -75,7 +75,13 @@ impl Server {
                 && environment.cluster
                 && (io_threads || self.at_least((0, 0), (9, 0)))
         };
-        if !on_io_threads {
+        // Redis outside cluster mode that said it reads a keynum spec with its step (8.4.4+): key
+        // specs are exact there (the NUMKEYS form's as is, the TTL form's with the filter packing
+        // options; nothing routes), and cheaper: Redis 8.6 reads every command's keys when it
+        // reads the command and again after the module filters, so a callback ran twice a call.
+        let specs_outside_cluster =
+            redis && !environment.cluster && environment.keynum_step == Some(true);
+        if !(on_io_threads || specs_outside_cluster) {
             return KeysDeclared::ByCallback;
         }
         KeysDeclared::BySpecs {
@@ -363,7 +369,9 @@ pub enum KeysDeclared {
     ByCallback,
     /// Key specs only: the server may call a `getkeys-api` command back from an I/O thread (Redis
     /// 8.2+ with io-threads; Valkey 8+ in cluster mode with io-threads, Valkey 9 in cluster mode as
-    /// it can start them at run time), where the module context it creates races the main thread.
+    /// it can start them at run time), where the module context it creates races the main thread;
+    /// and Redis outside cluster mode that reads the keynum step, where specs are exact and cost
+    /// less than a callback.
     /// Calls whose options a key spec cannot step over go to the command filter first (`moved`).
     BySpecs {
         moved: MovedKeys,

@@ -239,12 +239,14 @@ impl Target {
     /// `moduleCallCommandFilters`). The module then refuses the TTL form's
     /// options there rather than let them be routed by misread keys.
     pub fn routes_by_keys_read_before_filters(&self, io_threads: u32) -> bool {
-        self.keys_from_io_threads(io_threads, true) && self.product == Product::Redis
+        self.keys_by_specs(io_threads, true) && self.product == Product::Redis
     }
 
-    /// Whether this server asks a module for a command's keys from its I/O
-    /// threads with this configuration: the module then declares keys by
-    /// key specs only. Redis 8.2+ with io-threads (8.6.3: networking.c
+    /// Whether the module declares a command's keys by key specs only with
+    /// this configuration: where the server asks a module for them from its
+    /// I/O threads, and on Redis outside cluster mode that reads the keynum
+    /// step (exact there, and cheaper: Redis 8.6 reads every command's keys
+    /// twice). Redis 8.2+ with io-threads (8.6.3: networking.c
     /// `processInputBuffer` calls server.c `preprocessCommand` on the I/O
     /// thread, whose `extractKeysAndSlot` falls back to the module's getkeys
     /// callback); Valkey 8+ in cluster mode with io-threads (9.1.2:
@@ -252,9 +254,12 @@ impl Target {
     /// `prepareCommandGeneric` -> `clusterSlotByCommand`), and from Valkey 9
     /// whatever io-threads says at load time, since `CONFIG SET io-threads`
     /// can turn them on later.
-    pub fn keys_from_io_threads(&self, io_threads: u32, cluster: bool) -> bool {
+    pub fn keys_by_specs(&self, io_threads: u32, cluster: bool) -> bool {
         match self.product {
-            Product::Redis => self.at_least(Some((8, 2)), None) && io_threads > 1,
+            Product::Redis => {
+                (self.at_least(Some((8, 2)), None) && io_threads > 1)
+                    || (!cluster && reads_keynum_step() == Some(true))
+            }
             Product::Valkey => {
                 cluster
                     && (io_threads > 1 || self.at_least(None, Some((9, 0))))
@@ -265,7 +270,7 @@ impl Target {
 
     /// Whether the crash of module getkeys callbacks on I/O threads needs
     /// cluster mode on this server: Valkey looks keys up on I/O threads only
-    /// to compute cluster slots (see [`Target::keys_from_io_threads`]).
+    /// to compute cluster slots (see [`Target::keys_by_specs`]).
     pub fn io_thread_keys_need_cluster(&self) -> bool {
         self.is_valkey()
     }

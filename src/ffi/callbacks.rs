@@ -37,8 +37,9 @@ impl ArgsChange {
 pub trait Hooks {
     /// Whether command `name` may need rewriting; runs before every command: a few comparisons.
     fn filter_wants(name: &[u8]) -> bool;
-    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent).
-    fn filter(args: &[&[u8]]) -> Vec<ArgsChange>;
+    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent); each
+    /// argument is read when asked for.
+    fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange>;
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
@@ -171,9 +172,13 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
         if count < 1 || !unsafe { filter.arg(0) }.is_some_and(|name| H::filter_wants(name)) {
             return;
         }
-        // SAFETY: every position below count exists.
-        let args: Option<Vec<_>> = (0..count).map(|i| unsafe { filter.arg(i) }).collect();
-        let Some(args) = args else { return };
+        // Read on demand: a call without options needs only its first few.
+        let args: Vec<FilterArg<'_>> = (0..count)
+            .map(|pos| FilterArg {
+                filter: &filter,
+                pos,
+            })
+            .collect();
         let mut argc = args.len();
         for change in H::filter(&args) {
             // SAFETY: the positions exist (checked, and tracked through each change).
@@ -186,6 +191,19 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             argc = argc - change.replaced + change.with.len();
         }
     });
+}
+
+/// Argument `pos` of the command being filtered, read when asked for (before any change).
+struct FilterArg<'f> {
+    filter: &'f Filter,
+    pos: c_int,
+}
+
+impl AsRef<[u8]> for FilterArg<'_> {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: pos is below the command's argument count, read before any change is made.
+        unsafe { self.filter.arg(self.pos) }.unwrap_or_default()
+    }
 }
 
 /// The live context of the command being filtered.

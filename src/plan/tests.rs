@@ -99,8 +99,9 @@ fn roles(registrations: &Registrations) -> Vec<Role> {
     registrations.commands.iter().map(|c| c.role).collect()
 }
 
-/// Where the server asks a `getkeys-api` command for its keys from an I/O
-/// thread, so that keys are declared by key specs only. Redis 8.6.3
+/// Where keys are declared by key specs only: on Redis outside cluster mode
+/// that reads the keynum step (8.4.4+), and where the server asks a
+/// `getkeys-api` command for its keys from an I/O thread. Redis 8.6.3
 /// (networking.c `processInputBuffer` -> server.c `preprocessCommand` ->
 /// `extractKeysAndSlot` on the I/O thread, which falls back to the module's
 /// callback); Valkey 9.1.2 in cluster mode (networking.c
@@ -113,7 +114,10 @@ fn asks_from_io_threads(server: &Server, env: Environment) -> bool {
     let (major, minor, _) = server.version;
     let io_threads = env.io_threads.is_none_or(|n| n > 1);
     match server.product {
-        Product::Redis => (major, minor) >= (8, 2) && io_threads,
+        Product::Redis => {
+            ((major, minor) >= (8, 2) && io_threads)
+                || (!env.cluster && env.answered_by(server).keynum_step == Some(true))
+        }
         Product::Valkey => major >= 8 && env.cluster && (io_threads || major >= 9),
     }
 }

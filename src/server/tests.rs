@@ -79,15 +79,30 @@ fn builtin_msetex_from_redis_8_4_and_valkey_9_1() {
 }
 
 #[test]
-fn keys_are_declared_without_getkeys_where_io_threads_ask_for_them() {
+fn keys_are_declared_without_getkeys_where_io_threads_ask_or_specs_are_exact() {
     let with = |io_threads: u32, cluster| Environment {
         cluster,
         io_threads: Some(io_threads),
         ..PLAIN
     };
+    let step = |keynum_step| Environment {
+        keynum_step,
+        ..PLAIN
+    };
     let io = |server: &Server, env| Profile::new(server, env).keys != KeysDeclared::ByCallback;
-    assert!(!io(&redis("8.6.3"), with(1, false)));
     assert!(io(&redis("8.6.3"), with(4, false)));
+    assert!(io(&redis("8.6.3"), with(4, true)));
+    // Without io-threads: specs where the server said it reads the keynum step, outside cluster
+    // mode (in cluster mode the callback routes a call with options by its real keys).
+    assert!(!io(&redis("8.6.3"), with(1, false)));
+    assert!(io(&redis("8.6.3"), step(Some(true))));
+    assert!(!io(&redis("8.6.3"), step(Some(false))));
+    assert!(!io(&redis("8.6.3"), step(None)));
+    let cluster = Environment {
+        cluster: true,
+        ..step(Some(true))
+    };
+    assert!(!io(&redis("8.6.3"), cluster));
     assert!(!io(&redis("8.0.6"), with(4, false)));
     assert!(!io(&redis("7.0.15"), with(4, true)));
     // Valkey: only in cluster mode; 9 can raise io-threads at run time.

@@ -172,7 +172,7 @@ fn config_renamed_away_still_declares_keys_safely_with_io_threads() {
     };
     let log = server.log();
     let by_specs = log.contains("keys are declared by key specifications only");
-    assert_eq!(by_specs, target().keys_from_io_threads(4, cluster), "{log}");
+    assert_eq!(by_specs, target().keys_by_specs(4, cluster), "{log}");
     // The calls work all the same, options included.
     let mut con = server.client();
     let call = ["MSETEX", "NX", "PX", "60000", "{t}a", "1", "{t}b", "2"];

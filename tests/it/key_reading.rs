@@ -92,7 +92,7 @@ fn where_the_step_is_read_the_keynum_spec_alone_declares_the_keys() {
         .line("slowlog-log-slower-than 0")
         .start();
     let exact = reads_keynum_step() == Some(true);
-    let by_specs = target().keys_from_io_threads(4, false);
+    let by_specs = target().keys_by_specs(4, false);
     if skip_unless(
         exact && by_specs,
         "a server that reads keys from I/O threads outside cluster mode and reads the keynum \
@@ -133,7 +133,7 @@ fn where_the_step_is_read_the_keynum_spec_alone_declares_the_keys() {
 #[test]
 fn beside_a_renamed_builtin_the_load_confirms_the_keynum_step() {
     if skip_unless(
-        target().keys_from_io_threads(4, false) && target().has_builtin_msetex(),
+        target().keys_by_specs(4, false) && target().has_builtin_msetex(),
         "a built-in MSETEX and keys from I/O threads outside cluster mode (Redis 8.4+)",
     ) {
         return;

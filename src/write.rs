@@ -244,15 +244,20 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key from the argument (unless
-    /// the built-in batch, as cheap for new keys, writes it), or in place: a same-length string
-    /// SET would not embed whose buffer is as compact as a fresh one.
+    /// How the key API writes `key` as SET would, if it can: a new key from the argument (where
+    /// the built-in batch writes, only a value SET would not embed: the built-in embeds, and costs
+    /// more for the rest), or in place: a same-length string SET would not embed whose buffer is
+    /// as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
         let kept_ttl =
             |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
-            Contents::Nothing if self.batching != Batching::Builtin => Some(Written::New),
+            Contents::Nothing
+                if self.batching != Batching::Builtin || !self.embeds(key, value, false) =>
+            {
+                Some(Written::New)
+            }
             Contents::String(found)
                 if found == len
                     && len > 0

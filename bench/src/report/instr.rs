@@ -35,14 +35,17 @@ impl Instr {
              caches larger than a phase's swing, so that no phase pays refills and flushes that \
              depend on the cache's history), and /dev/urandom read as a fixed file (an \
              `LD_PRELOAD` of `fopen`): every run seeds the hash tables, the command table's too, \
-             alike.\n\
+             alike. Nothing else may run on the machine meanwhile: contention changes how the \
+             server reads a pipelined write, and with it the count (3.5% in one run).\n\
              - a phase: {CALLS} calls of 100 keys (pipelined SETEX: {CALLS} pipelines of 100, \
              each sent in one write), or one call of {BIG_CALL}, alike for every variant. Steady \
              state: fillers first (`floor.bare`: every hash table has the same size, and none \
              resizes during the phase); `overwrite`: the variant writes the keys twice before \
              (a first rewrite moves a value SET embedded out of its key); `new`: the variant \
              writes as many other keys first; then a lookup of every key ends the last resize's \
-             incremental rehash.\n\
+             incremental rehash. Each row starts with a phase of its first variant, which is then \
+             measured again: every phase follows the FLUSHALL of a whole phase of its row (the \
+             first had followed the last row's, with half as many values of its size cached).\n\
              - regimes: 32-byte values with short keys (`k:N`) and long keys (`k:` and 12 \
              digits, what `make bench` uses), integers (`{INTEGER_VALUE}`) and 1 KB values (long \
              keys). SET embeds a short key's value on Redis 8.2+ and Valkey 9, a long key's on \

@@ -440,6 +440,14 @@ impl Profile {
         self.valkey && self.builtin == Builtin::Serving
     }
 
+    /// Redis 6.2: a new key is written by MSET, which counts the change for RDB save points itself.
+    /// The module's only way to count one there, `RedisModule_ReplicateVerbatim` in a nested call,
+    /// queues a copy of that call's arguments each time (about 800 instructions a key, callgrind),
+    /// more than MSET's lookup and a second open for the deadline.
+    pub fn new_keys_by_mset(&self) -> bool {
+        self.redis_6
+    }
+
     /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster
     /// mode (a slot migration's filter can't read its keys: Redis 8.6.3 drops it, and the write).
     pub fn native_replication(&self) -> bool {

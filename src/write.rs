@@ -161,12 +161,13 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
         batching,
         forking,
         sink,
-        batch: Batch::with_capacity(pairs.len() / 2),
+        batch: Batch::new(pairs),
         written: 0,
         in_place: 0,
+        new_keys_seen: false,
     };
-    let outcome = pairs.chunks_exact(2).try_for_each(|pair| match pair {
-        [key, value] => writer.pair(*key, *value),
+    let outcome = (pairs.chunks_exact(2).enumerate()).try_for_each(|(at, pair)| match pair {
+        [key, value] => writer.pair(at, *key, *value),
         _ => Ok(()),
     });
     let outcome = outcome.and_then(|()| writer.flush());
@@ -181,9 +182,11 @@ struct Writer<'w, K: Keyspace, S> {
     batching: Batching,
     forking: bool,
     sink: &'w mut S,
-    batch: Batch<K::Arg>,
+    batch: Batch<'w, K::Arg>,
     written: usize,
     in_place: usize,
+    /// A key of this call was new where new keys go to MSET ([`Profile::new_keys_by_mset`]).
+    new_keys_seen: bool,
 }
 
 /// How the key API writes a key.
@@ -194,16 +197,20 @@ enum Written {
 }
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
-    fn pair(&mut self, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
+    /// Writes the pair `at` (of the call's pairs).
+    fn pair(&mut self, at: usize, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
         // SET stores a canonical integer as `int` or shared, which no module API can produce, and
         // a short value embedded with its key, which the key API cannot leave in place: the batch
         // writes those unopened (its lookup is the one access; KEEPTTL: the key's TTL decides).
+        // Where new keys go to MSET, one new key foretells more: the rest go unopened (a key that
+        // is there after all is overwritten by MSET, as SET would, rather than in place).
         let integer = is_i64(value.as_ref());
         let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
-            || (self.deadline.expiry() != Expiry::Keep && self.embeds(key, value, false));
+            || (self.deadline.expiry() != Expiry::Keep
+                && (self.new_keys_seen || self.embeds(key, value, false)));
         if batch_only {
-            return self.defer(key, value, integer, None);
+            return self.defer(at, key, integer, None);
         }
         if self.batch.contains(key) {
             self.flush()?;
@@ -213,8 +220,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let Some(path) = self.key_api_path(&mut handle, key, value) else {
             // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
+            self.new_keys_seen |=
+                self.profile.new_keys_by_mset() && handle.contents() == Contents::Nothing;
             drop(handle);
-            return self.defer(key, value, false, lfu);
+            return self.defer(at, key, false, lfu);
         };
         if self.batch.len() > 0 {
             // Waiting keys go first so events follow the arguments (this key is not among them).
@@ -246,7 +255,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// How the key API writes `key` as SET would, if it can: a new key from the argument (where
     /// the built-in batch writes, only a value SET would not embed: the built-in embeds, and costs
-    /// more for the rest), or in place: a same-length string SET would not embed whose buffer is
+    /// more for the rest; none where new keys go to MSET), or in place: a same-length string SET would not embed whose buffer is
     /// as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
@@ -254,7 +263,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
             Contents::Nothing
-                if self.batching != Batching::Builtin || !self.embeds(key, value, false) =>
+                if !self.profile.new_keys_by_mset()
+                    && (self.batching != Batching::Builtin || !self.embeds(key, value, false)) =>
             {
                 Some(Written::New)
             }
@@ -345,23 +355,29 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Puts a pair in the batch, written first where it holds the other kind of value (integers
-    /// go to the server as fresh copies, the rest as they are: one kind per call) or this key.
+    /// Puts the pair `at` in the batch, written first where it holds the other kind of value
+    /// (integers go to the server as fresh copies, the rest as they are: one kind per call) or
+    /// this key. Key-API writes flush the batch first, so it is a run of the call's pairs.
+    #[inline(always)]
     fn defer(
         &mut self,
+        at: usize,
         key: K::Arg,
-        value: K::Arg,
         integer: bool,
         lfu: Option<i64>,
     ) -> Result<(), Abort> {
         let bit = Batch::<K::Arg>::bit(key);
-        if self.batch.holds(bit, key) || (self.batch.len() > 0 && self.batch.integers != integer) {
+        if self.batch.len() > 0
+            && (self.batch.integers != integer
+                || !self.batch.ends_before(at)
+                || self.batch.holds(bit, key))
+        {
             self.flush()?;
         }
         self.batch.integers = integer;
-        self.batch.push(bit, key, value, lfu);
+        self.batch.push(at, bit, lfu);
         if self.batch.len() >= BATCH_MAX {
-            self.flush()?;
+            return self.flush();
         }
         Ok(())
     }
@@ -369,11 +385,12 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// Writes the waiting pairs with the server's own command: in one call, or integers (fresh
     /// copies) in parts of [`fresh_part`] pairs, each part finished (deadlines, signals, reports)
     /// before the next is written, so a part that fails leaves the keys before it whole and sent.
+    #[inline(never)]
     fn flush(&mut self) -> Result<(), Abort> {
         if self.batch.len() == 0 {
             return Ok(());
         }
-        let batch = std::mem::replace(&mut self.batch, Batch::with_capacity(0));
+        let batch = self.batch.take();
         let mut outcome = Ok(());
         let mut start = 0;
         while outcome.is_ok() && start < batch.len() {
@@ -447,8 +464,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };
-        for pair in part.pairs {
-            let [key, _] = *pair;
+        for pair in part.flat.chunks_exact(2) {
+            let Some(&key) = pair.first() else { continue };
             if !self.keyspace.run(&call, pair) {
                 return Err(Abort("write the key with SET"));
             }
@@ -484,7 +501,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             },
             propagation: Propagation::ByModule,
         };
-        if self.keyspace.run(&call, part.flat()) {
+        if self.keyspace.run(&call, part.flat) {
             Ok(())
         } else {
             Err(Abort("write the keys with the server's command"))
@@ -497,10 +514,14 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 }
 
-/// Pairs waiting for one batch, with a filter that rules most other keys out at once.
-struct Batch<A> {
-    /// (key, value) pairs: key, value, key, value... as MSET takes them, once flattened.
-    pairs: Vec<[A; 2]>,
+/// Pairs waiting for one batch: a run of the call's pairs, with a filter that rules most other
+/// keys out at once.
+struct Batch<'w, A> {
+    /// The call's pairs: key, value, key, value... as MSET takes them.
+    call: &'w [A],
+    /// The run: its first pair and how many.
+    first: usize,
+    len: usize,
     /// The LFU counters to restore after the batch's own lookup, by pair (few pairs have one).
     lfu: Vec<(usize, i64)>,
     filter: [u64; 64],
@@ -508,27 +529,68 @@ struct Batch<A> {
     integers: bool,
 }
 
-impl<A: Copy + AsRef<[u8]>> Batch<A> {
-    fn len(&self) -> usize {
-        self.pairs.len()
+impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
+    fn new(call: &'w [A]) -> Batch<'w, A> {
+        Batch {
+            call,
+            first: 0,
+            len: 0,
+            lfu: Vec::new(),
+            filter: [0; 64],
+            integers: false,
+        }
     }
 
-    /// One bit of 4096 per key, from a hash of its bytes taken eight at a time (a byte at a time
-    /// cost as much per key as the rest of the batch's bookkeeping).
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the pair `at` would extend the run.
+    fn ends_before(&self, at: usize) -> bool {
+        self.first + self.len == at
+    }
+
+    /// The waiting pairs, flat.
+    fn flat(&self, start: usize, size: usize) -> Option<&'w [A]> {
+        let from = self.first.checked_add(start)?.checked_mul(2)?;
+        self.call.get(from..from.checked_add(size.checked_mul(2)?)?)
+    }
+
+    /// One bit of 4096 per key, from a hash of its bytes taken eight at a time, the last eight
+    /// (or four, or the first, middle and last byte) read where they are: a byte at a time, or a
+    /// copy of the rest, cost as much per key as the rest of the batch's bookkeeping.
+    #[inline]
     fn bit(key: A) -> (usize, u64) {
+        const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
         let bytes = key.as_ref();
-        let mut words = bytes.chunks_exact(8);
-        let mut hash = 0xcbf2_9ce4_8422_2325_u64 ^ bytes.len() as u64;
-        for word in words.by_ref() {
-            let chunk = <[u8; 8]>::try_from(word).unwrap_or_default();
-            hash = (hash ^ u64::from_le_bytes(chunk)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-        let mut rest = [0u8; 8];
-        let tail = words.remainder();
-        if let Some(slot) = rest.get_mut(..tail.len()) {
-            slot.copy_from_slice(tail);
-        }
-        hash = (hash ^ u64::from_le_bytes(rest)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let len = bytes.len();
+        let word = |at: usize| {
+            let chunk = bytes
+                .get(at..at + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok());
+            u64::from_le_bytes(chunk.unwrap_or_default())
+        };
+        let half = |at: usize| {
+            let chunk = bytes
+                .get(at..at + 4)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok());
+            u64::from(u32::from_le_bytes(chunk.unwrap_or_default()))
+        };
+        let byte = |at: usize| u64::from(bytes.get(at).copied().unwrap_or_default());
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64 ^ len as u64;
+        let last = if len >= 8 {
+            for at in (0..len - 8).step_by(8) {
+                hash = (hash ^ word(at)).wrapping_mul(MIX);
+            }
+            word(len - 8)
+        } else if len >= 4 {
+            half(0) | half(len - 4) << 32
+        } else if len > 0 {
+            byte(0) | byte(len / 2) << 8 | byte(len - 1) << 16
+        } else {
+            0
+        };
+        hash = (hash ^ last).wrapping_mul(MIX);
         let bit = ((hash >> 52) % 4096) as usize;
         (bit / 64, 1 << (bit % 64))
     }
@@ -541,57 +603,58 @@ impl<A: Copy + AsRef<[u8]>> Batch<A> {
     /// [`Batch::contains`] with the key's filter bit already computed.
     fn holds(&self, (word, mask): (usize, u64), key: A) -> bool {
         self.filter.get(word).is_some_and(|w| w & mask != 0)
-            && self
-                .pairs
-                .iter()
-                .any(|[waiting, _]| waiting.as_ref() == key.as_ref())
+            && self.flat(0, self.len).is_some_and(|flat| {
+                flat.iter()
+                    .step_by(2)
+                    .any(|waiting| waiting.as_ref() == key.as_ref())
+            })
     }
 
-    /// Adds a pair; `(word, mask)`: its key's filter bit.
-    fn push(&mut self, (word, mask): (usize, u64), key: A, value: A, lfu: Option<i64>) {
+    /// Adds the pair `at`, which extends the run (or starts it); `(word, mask)`: its key's bit.
+    fn push(&mut self, at: usize, (word, mask): (usize, u64), lfu: Option<i64>) {
+        if self.len == 0 {
+            self.first = at;
+        }
         if let Some(w) = self.filter.get_mut(word) {
             *w |= mask;
         }
         if let Some(lfu) = lfu {
-            self.lfu.push((self.pairs.len(), lfu));
+            self.lfu.push((self.len, lfu));
         }
-        self.pairs.push([key, value]);
+        self.len += 1;
     }
 
-    /// The `size` pairs from pair `start`.
+    /// The `size` pairs from pair `start` of the run.
     fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
         let end = start.checked_add(size)?;
         let lfu_from = self.lfu.partition_point(|(pair, _)| *pair < start);
         let lfu_to = self.lfu.partition_point(|(pair, _)| *pair < end);
         Some(Part {
-            pairs: self.pairs.get(start..end)?,
+            flat: self.flat(start, size)?,
             first: start,
             lfu: self.lfu.get(lfu_from..lfu_to)?,
             integers: self.integers,
         })
     }
 
+    /// This batch, leaving an empty one that borrows nothing (its buffers come back by `cleared`).
+    fn take(&mut self) -> Batch<'w, A> {
+        std::mem::replace(self, Batch::new(self.call))
+    }
+
     /// The same buffers, emptied, for the next batch.
-    fn cleared(mut self) -> Batch<A> {
-        self.pairs.clear();
+    fn cleared(mut self) -> Batch<'w, A> {
+        self.len = 0;
         self.lfu.clear();
         self.filter = [0; 64];
         self
-    }
-
-    fn with_capacity(pairs: usize) -> Batch<A> {
-        Batch {
-            pairs: Vec::with_capacity(pairs.min(BATCH_MAX)),
-            lfu: Vec::new(),
-            filter: [0; 64],
-            integers: false,
-        }
     }
 }
 
 /// Pairs of a batch written by one server command.
 struct Part<'b, A> {
-    pairs: &'b [[A; 2]],
+    /// key, value, key, value...
+    flat: &'b [A],
     /// The batch's index of the first pair.
     first: usize,
     /// The LFU counters of these pairs, by the batch's index.
@@ -600,21 +663,16 @@ struct Part<'b, A> {
 }
 
 impl<A: Copy> Part<'_, A> {
-    /// key, value, key, value...
-    fn flat(&self) -> &[A] {
-        self.pairs.as_flattened()
-    }
-
     fn keys(&self) -> impl Iterator<Item = A> + '_ {
-        self.pairs.iter().map(|[key, _]| *key)
+        self.flat.iter().step_by(2).copied()
     }
 
     /// Each key with the LFU counter to restore, if any.
     fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
         let mut lfu = self.lfu.iter().peekable();
-        self.pairs.iter().enumerate().map(move |(index, [key, _])| {
+        self.keys().enumerate().map(move |(index, key)| {
             let counter = lfu.next_if(|(pair, _)| *pair == self.first + index);
-            (*key, counter.map(|(_, counter)| *counter))
+            (key, counter.map(|(_, counter)| *counter))
         })
     }
 }

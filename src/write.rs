@@ -255,8 +255,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// How the key API writes `key` as SET would, if it can: a new key from the argument (where
     /// the built-in batch writes, only a value SET would not embed: the built-in embeds, and costs
-    /// more for the rest; none where new keys go to MSET), or in place: a same-length string SET would not embed whose buffer is
-    /// as compact as a fresh one.
+    /// more for the rest; none where new keys go to MSET), or in place: a same-length string SET
+    /// would not embed whose buffer is as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
         let kept_ttl =

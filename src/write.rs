@@ -296,7 +296,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 .notify(EventClass::Overwritten, c"overwritten", key);
         }
         self.keyspace.notify(EventClass::String, c"set", key);
-        self.apply_expiry(&mut handle, None, in_place)?;
+        let expiry = self.apply_expiry(&mut handle, None, in_place)?;
         if in_place {
             // Where SET's new object gets a fresh LRU clock, so does this, even during a fork.
             if self.forking && self.profile.fresh_lru_on_overwrite {
@@ -304,20 +304,23 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             self.in_place += 1;
         }
-        self.close(handle, key, WrittenBy::KeyApi)
+        self.close(handle, key, WrittenBy::KeyApi, expiry);
+        Ok(())
     }
 
-    /// Closes a key whose deadline the module set: signals it to WATCH and tracking as the caller
-    /// (by closing the handle on Redis 8.6, else explicitly), fires SET's `expire`, reports it.
-    fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
+    /// Closes a key whose deadline the module set (`expiry`, as [`Self::apply_expiry`] resolved
+    /// it): signals it to WATCH and tracking as the caller (by closing the handle on Redis 8.6,
+    /// else explicitly), fires SET's `expire`, reports it.
+    fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy, expiry: Resolved) {
         drop(handle);
         if !self.profile.signal_on_close {
             self.keyspace.signal(key);
         }
-        if self.deadline.expiry().sets_ttl() {
+        if let Resolved::At(_) = expiry {
             self.keyspace.notify(EventClass::Generic, c"expire", key);
         }
-        self.done(key, by)
+        self.sink.written(key, by, expiry);
+        self.written += 1;
     }
 
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
@@ -331,28 +334,36 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 
     /// Sets a just written key's expiry; `kept`: its deadline before MSET cleared it (KEEPTTL);
-    /// `in_place`: the key kept its old TTL entry.
+    /// `in_place`: the key kept its old TTL entry. The call's expiry, resolved.
     fn apply_expiry(
         &mut self,
         handle: &mut K::Key,
         kept: Option<i64>,
         in_place: bool,
-    ) -> Result<(), Abort> {
-        match self.deadline.expiry() {
+    ) -> Result<Resolved, Abort> {
+        let (set, expiry, what) = match self.deadline.expiry() {
             Expiry::In(ms) => {
                 let at = handle.expire_in(ms).ok_or(Abort("set the expiry"))?;
                 self.deadline.took_effect(at);
+                return Ok(Resolved::At(at));
             }
-            Expiry::At(at) if !handle.expire_at(at) => return Err(Abort("set the expiry")),
-            Expiry::Keep if kept.is_some_and(|at| !handle.expire_at(at)) => {
-                return Err(Abort("restore the expiry"))
-            }
-            Expiry::Persist if in_place && !handle.persist() => {
-                return Err(Abort("remove the expiry"))
-            }
-            Expiry::At(_) | Expiry::Keep | Expiry::Persist => {}
+            Expiry::At(at) => (handle.expire_at(at), Resolved::At(at), "set the expiry"),
+            Expiry::Keep => (
+                kept.is_none_or(|at| handle.expire_at(at)),
+                Resolved::Keep,
+                "restore the expiry",
+            ),
+            Expiry::Persist => (
+                !in_place || handle.persist(),
+                Resolved::Persist,
+                "remove the expiry",
+            ),
+        };
+        if set {
+            Ok(expiry)
+        } else {
+            Err(Abort(what))
         }
-        Ok(())
     }
 
     /// Puts the pair `at` in the batch, written first where it holds the other kind of value
@@ -368,13 +379,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     ) -> Result<(), Abort> {
         let bit = Batch::<K::Arg>::bit(key);
         if self.batch.len() > 0
-            && (self.batch.integers != integer
+            && (self.batch.run.integers != integer
                 || !self.batch.ends_before(at)
                 || self.batch.holds(bit, key))
         {
             self.flush()?;
         }
-        self.batch.integers = integer;
+        self.batch.run.integers = integer;
         self.batch.push(at, bit, lfu);
         if self.batch.len() >= BATCH_MAX {
             return self.flush();
@@ -390,17 +401,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if self.batch.len() == 0 {
             return Ok(());
         }
-        let batch = self.batch.take();
+        let run = self.batch.take();
         let mut outcome = Ok(());
         let mut start = 0;
-        while outcome.is_ok() && start < batch.len() {
-            let left = batch.len() - start;
-            let size = if batch.integers {
-                fresh_part(left)
-            } else {
-                left
-            };
-            outcome = match batch.part(start, size) {
+        while outcome.is_ok() && start < run.len {
+            let left = run.len - start;
+            let size = if run.integers { fresh_part(left) } else { left };
+            outcome = match run.part(start, size) {
                 Some(part) => match self.batching {
                     Batching::Mset => self.flush_to_mset(&part),
                     Batching::Builtin => self.flush_to_builtin(&part),
@@ -410,7 +417,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             };
             start += size;
         }
-        self.batch = batch.cleared();
+        self.batch.give_back(run);
         outcome
     }
 
@@ -421,15 +428,17 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             _ => Vec::new(),
         };
         self.call_on(part, ServerCommand::Mset, Head::None, Vec::new())?;
-        for (index, (key, lfu)) in part.entries().enumerate() {
+        let mut lfu = part.lfu();
+        for (index, key) in part.keys().enumerate() {
             let mut handle = self.open(key, Touch::No)?;
-            self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
-            if let Some(lfu) = lfu {
+            let expiry =
+                self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
+            if let Some(lfu) = lfu.of(index) {
                 handle.set_lfu(lfu);
             }
             // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
             // it): signal it again as the caller.
-            self.close(handle, key, WrittenBy::Command)?;
+            self.close(handle, key, WrittenBy::Command, expiry);
         }
         Ok(())
     }
@@ -443,8 +452,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
             self.deadline.took_effect(at);
         }
-        for (key, lfu) in part.entries() {
-            if let Some(lfu) = lfu {
+        let mut lfu = part.lfu();
+        for (index, key) in part.keys().enumerate() {
+            if let Some(lfu) = lfu.of(index) {
                 self.open(key, Touch::No)?.set_lfu(lfu);
             }
             // As for MSET: signalled again as the caller.
@@ -517,6 +527,12 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 /// Pairs waiting for one batch: a run of the call's pairs, with a filter that rules most other
 /// keys out at once.
 struct Batch<'w, A> {
+    run: Run<'w, A>,
+    filter: [u64; 64],
+}
+
+/// A run of the call's pairs, the batch's until it is taken to be written.
+struct Run<'w, A> {
     /// The call's pairs: key, value, key, value... as MSET takes them.
     call: &'w [A],
     /// The run: its first pair and how many.
@@ -524,36 +540,56 @@ struct Batch<'w, A> {
     len: usize,
     /// The LFU counters to restore after the batch's own lookup, by pair (few pairs have one).
     lfu: Vec<(usize, i64)>,
-    filter: [u64; 64],
     /// The values waiting are integers (else none is).
     integers: bool,
 }
 
-impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
-    fn new(call: &'w [A]) -> Batch<'w, A> {
-        Batch {
+impl<'w, A: Copy> Run<'w, A> {
+    fn empty(call: &'w [A]) -> Run<'w, A> {
+        Run {
             call,
             first: 0,
             len: 0,
             lfu: Vec::new(),
-            filter: [0; 64],
             integers: false,
         }
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the pair `at` would extend the run.
-    fn ends_before(&self, at: usize) -> bool {
-        self.first + self.len == at
     }
 
     /// The waiting pairs, flat.
     fn flat(&self, start: usize, size: usize) -> Option<&'w [A]> {
         let from = self.first.checked_add(start)?.checked_mul(2)?;
         self.call.get(from..from.checked_add(size.checked_mul(2)?)?)
+    }
+
+    /// The `size` pairs from pair `start` of the run.
+    fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
+        let end = start.checked_add(size)?;
+        let lfu_from = self.lfu.partition_point(|(pair, _)| *pair < start);
+        let lfu_to = self.lfu.partition_point(|(pair, _)| *pair < end);
+        Some(Part {
+            flat: self.flat(start, size)?,
+            first: start,
+            lfu: self.lfu.get(lfu_from..lfu_to)?,
+            integers: self.integers,
+        })
+    }
+}
+
+impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
+    fn new(call: &'w [A]) -> Batch<'w, A> {
+        Batch {
+            run: Run::empty(call),
+            filter: [0; 64],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.run.len
+    }
+
+    /// Whether the pair `at` would extend the run.
+    fn ends_before(&self, at: usize) -> bool {
+        self.run.first + self.run.len == at
     }
 
     /// One bit of 4096 per key, from a hash of its bytes taken eight at a time, the last eight
@@ -603,7 +639,7 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
     /// [`Batch::contains`] with the key's filter bit already computed.
     fn holds(&self, (word, mask): (usize, u64), key: A) -> bool {
         self.filter.get(word).is_some_and(|w| w & mask != 0)
-            && self.flat(0, self.len).is_some_and(|flat| {
+            && self.run.flat(0, self.run.len).is_some_and(|flat| {
                 flat.iter()
                     .step_by(2)
                     .any(|waiting| waiting.as_ref() == key.as_ref())
@@ -612,42 +648,31 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
 
     /// Adds the pair `at`, which extends the run (or starts it); `(word, mask)`: its key's bit.
     fn push(&mut self, at: usize, (word, mask): (usize, u64), lfu: Option<i64>) {
-        if self.len == 0 {
-            self.first = at;
+        let run = &mut self.run;
+        if run.len == 0 {
+            run.first = at;
         }
         if let Some(w) = self.filter.get_mut(word) {
             *w |= mask;
         }
         if let Some(lfu) = lfu {
-            self.lfu.push((self.len, lfu));
+            run.lfu.push((run.len, lfu));
         }
-        self.len += 1;
+        run.len += 1;
     }
 
-    /// The `size` pairs from pair `start` of the run.
-    fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
-        let end = start.checked_add(size)?;
-        let lfu_from = self.lfu.partition_point(|(pair, _)| *pair < start);
-        let lfu_to = self.lfu.partition_point(|(pair, _)| *pair < end);
-        Some(Part {
-            flat: self.flat(start, size)?,
-            first: start,
-            lfu: self.lfu.get(lfu_from..lfu_to)?,
-            integers: self.integers,
-        })
-    }
-
-    /// This batch, leaving an empty one that borrows nothing (its buffers come back by `cleared`).
-    fn take(&mut self) -> Batch<'w, A> {
-        std::mem::replace(self, Batch::new(self.call))
-    }
-
-    /// The same buffers, emptied, for the next batch.
-    fn cleared(mut self) -> Batch<'w, A> {
-        self.len = 0;
-        self.lfu.clear();
+    /// The waiting run, to be written; the batch is left empty.
+    fn take(&mut self) -> Run<'w, A> {
         self.filter = [0; 64];
-        self
+        let call = self.run.call;
+        std::mem::replace(&mut self.run, Run::empty(call))
+    }
+
+    /// A written run's buffer, for the next run.
+    fn give_back(&mut self, run: Run<'w, A>) {
+        let mut lfu = run.lfu;
+        lfu.clear();
+        self.run.lfu = lfu;
     }
 }
 
@@ -667,13 +692,31 @@ impl<A: Copy> Part<'_, A> {
         self.flat.iter().step_by(2).copied()
     }
 
-    /// Each key with the LFU counter to restore, if any.
-    fn entries(&self) -> impl Iterator<Item = (A, Option<i64>)> + '_ {
-        let mut lfu = self.lfu.iter().peekable();
-        self.keys().enumerate().map(move |(index, key)| {
-            let counter = lfu.next_if(|(pair, _)| *pair == self.first + index);
-            (key, counter.map(|(_, counter)| *counter))
-        })
+    /// The LFU counters to restore, asked for key by key in order.
+    fn lfu(&self) -> Counters<'_> {
+        Counters {
+            waiting: self.lfu,
+            first: self.first,
+        }
+    }
+}
+
+/// A part's LFU counters, by the part's index of a key, asked for in order.
+struct Counters<'b> {
+    waiting: &'b [(usize, i64)],
+    first: usize,
+}
+
+impl Counters<'_> {
+    /// The counter of the part's key `index`, if it has one; the keys before it are passed.
+    fn of(&mut self, index: usize) -> Option<i64> {
+        match self.waiting {
+            [(pair, counter), rest @ ..] if *pair == self.first + index => {
+                self.waiting = rest;
+                Some(*counter)
+            }
+            _ => None,
+        }
     }
 }
 

@@ -93,9 +93,10 @@ impl<'call> Ctx<'call> {
         propagation: Propagation,
         tail: &[OwnedString],
     ) -> bool {
-        let bang = match propagation {
-            Propagation::ByModule => "",
-            Propagation::ByCommand => "!",
+        // The flags before the format: `!` where the command replicates itself.
+        let (bang, format) = match propagation {
+            Propagation::ByModule => ("", c"v"),
+            Propagation::ByCommand => ("!", c"!v"),
         };
         let head = |pairs: usize| match head {
             Head::Numkeys => self.words(&[Word::Number(pairs as i64)]),
@@ -104,12 +105,11 @@ impl<'call> Ctx<'call> {
         if values == Values::Fresh {
             return self.call_fresh(command, bang, &head, flat, tail);
         }
-        let format = CString::new(format!("{bang}v"));
-        let (Some(head), Ok(format)) = (head(flat.len() / 2), format) else {
+        let Some(head) = head(flat.len() / 2) else {
             return false;
         };
         // SAFETY: head's strings, the call's arguments and tail's are live.
-        succeeded(unsafe { self.call_argv(command, &format, &mut argv(&head, flat, tail)) })
+        succeeded(unsafe { self.call_argv(command, format, &mut argv(&head, flat, tail)) })
     }
 
     /// One call of [`fresh_part`]`(n) == n` pairs whose values the server copies (`b`); false for
@@ -297,10 +297,11 @@ fn argv(
     pairs: &[Arg<'_>],
     tail: &[OwnedString],
 ) -> Vec<*mut RedisModuleString> {
-    let (head, tail) = (head.iter().map(|s| s.ptr), tail.iter().map(|s| s.ptr));
-    head.chain(pairs.iter().map(|arg| arg.ptr))
-        .chain(tail)
-        .collect()
+    let mut argv = Vec::with_capacity(head.len() + pairs.len() + tail.len());
+    argv.extend(head.iter().map(|s| s.ptr));
+    argv.extend(pairs.iter().map(|arg| arg.ptr));
+    argv.extend(tail.iter().map(|s| s.ptr));
+    argv
 }
 
 pub(super) fn clear_errno() {

@@ -430,6 +430,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.call_on(part, ServerCommand::Mset, Head::None, Vec::new())?;
         let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
+            // Once every key left takes one deadline and nothing else, they go the short way.
+            if let (Some(Resolved::At(at)), true, true) =
+                (self.deadline.resolved(), kept.is_empty(), lfu.is_done())
+            {
+                let rest = part.flat.get(2 * index..).unwrap_or_default();
+                return self.expire_each(rest, at);
+            }
             let mut handle = self.open(key, Touch::No)?;
             let expiry =
                 self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
@@ -439,6 +446,21 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
             // it): signal it again as the caller.
             self.close(handle, key, WrittenBy::Command, expiry);
+        }
+        Ok(())
+    }
+
+    /// Sets deadline `at` on each key of `pairs`, which a server command wrote, and closes them:
+    /// the common case of [`Self::flush_to_mset`], in a loop of its own.
+    fn expire_each(&mut self, pairs: &[K::Arg], at: i64) -> Result<(), Abort> {
+        for pair in pairs.chunks_exact(2) {
+            let Some(&key) = pair.first() else { continue };
+            let mut handle = self.open(key, Touch::No)?;
+            if !handle.expire_at(at) {
+                return Err(Abort("set the expiry"));
+            }
+            // MSET signalled the key as a client of its own: signalled again as the caller.
+            self.close(handle, key, WrittenBy::Command, Resolved::At(at));
         }
         Ok(())
     }
@@ -689,7 +711,9 @@ struct Part<'b, A> {
 
 impl<A: Copy> Part<'_, A> {
     fn keys(&self) -> impl Iterator<Item = A> + '_ {
-        self.flat.iter().step_by(2).copied()
+        self.flat
+            .chunks_exact(2)
+            .filter_map(|pair| pair.first().copied())
     }
 
     /// The LFU counters to restore, asked for key by key in order.
@@ -708,6 +732,11 @@ struct Counters<'b> {
 }
 
 impl Counters<'_> {
+    /// Whether no counter is left.
+    fn is_done(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
     /// The counter of the part's key `index`, if it has one; the keys before it are passed.
     fn of(&mut self, index: usize) -> Option<i64> {
         match self.waiting {

@@ -91,17 +91,37 @@ pub fn instr_goals(instr: &Instr, servers: &[Target], targets: &Targets) -> (Vec
                     .collect();
                 rows.iter_mut().for_each(|row| row.batch = batch);
                 let ratios: Vec<f64> = rows.iter().map(|row| instr.ratio(*row, den)).collect();
-                let held: Vec<bool> = (rows.iter().zip(&ratios))
-                    .map(|(row, ratio)| *ratio <= limit_of(row.values))
+                // Against the built-in, a cell whose fair floor is itself above the limit is
+                // bound by the floor (its own target): shown with the floor's ratio.
+                let floor_over = |row: &Row| match (den, instr.floor(*row)) {
+                    (Some(Variant::Builtin), Some(floor)) => {
+                        let ratio = instr.count(*row, floor) / instr.count(*row, Variant::Builtin);
+                        (ratio > limit_of(row.values)).then_some(ratio)
+                    }
+                    _ => None,
+                };
+                let bound: Vec<Option<f64>> = rows.iter().map(floor_over).collect();
+                let held: Vec<bool> = (rows.iter().zip(&ratios).zip(&bound))
+                    .map(|((row, ratio), bound)| *ratio <= limit_of(row.values) || bound.is_some())
                     .collect();
                 for (row, _) in rows.iter().zip(&held).filter(|(_, h)| is_floor && !**h) {
                     missed.push(*row);
                 }
-                let measured: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+                let measured: Vec<String> = (ratios.iter().zip(&bound))
+                    .map(|(r, bound)| match bound {
+                        Some(floor) => format!("{r:.3} (floor {floor:.3})"),
+                        None => format!("{r:.3}"),
+                    })
+                    .collect();
                 let limit = short(limit_of(Values::Small));
-                let limit = match is_floor {
-                    true => format!("{limit}x (integers {}x)", short(limit_of(Values::Integer))),
-                    false => format!("{limit}x"),
+                let limit = match (is_floor, den) {
+                    (true, _) => {
+                        format!("{limit}x (integers {}x)", short(limit_of(Values::Integer)))
+                    }
+                    (false, Some(Variant::Builtin)) => {
+                        format!("{limit}x, or the floor / built-in where that is above")
+                    }
+                    (false, _) => format!("{limit}x"),
                 };
                 let (server, workload) = (server.describe(), workload.label());
                 list.push(Goal {

@@ -344,7 +344,8 @@ fn keys_are_written_in_argument_order() {
     let log = store.log.borrow();
     for key in ["a", "b", "c", "d", "e"] {
         let at = |line: &str| log.iter().position(|l| l == &format!("{line} {key}"));
-        assert!(at("event set") < at("event expire"), "{key}: {log:?}");
+        let (set, expire) = (at("event set"), at("event expire"));
+        assert!(set.is_some() && set < expire, "{key}: {log:?}");
     }
 }
 
@@ -530,7 +531,7 @@ fn each_batched_key_gets_back_its_own_access_counter() {
     let store = Store::with(&[("k1", counted(5)), ("k2", counted(9))]);
     let other = "w".repeat(70);
     let pairs = ["n1", "v", "k1", &other, "n2", "v", "k2", &other, "n3", "v"];
-    let (written, _) = write(&store, &redis(8, 6), &pairs, Expiry::In(1000));
+    let (written, recorder) = write(&store, &redis(8, 6), &pairs, Expiry::In(1000));
     assert_eq!(written, 5);
     assert_eq!(store.lines("call").len(), 1, "one batch");
     let lfu = |key| store.get(key).unwrap().lfu;
@@ -540,6 +541,20 @@ fn each_batched_key_gets_back_its_own_access_counter() {
         (1, 1, 1),
         "the batch's lookup only"
     );
+    // Keys finished the general way (a relative TTL, counters waiting) and the short way (n3:
+    // one deadline, no counter left) end alike: the deadline, `expire` after `set`, the report.
+    for key in ["n1", "k1", "n2", "k2", "n3"] {
+        assert_eq!(store.get(key).unwrap().deadline, Some(NOW + 1000), "{key}");
+        let log = store.lines("event");
+        let at = |line: &str| log.iter().position(|l| l == &format!("{line} {key}"));
+        let (set, expire) = (at("event set"), at("event expire"));
+        assert!(set.is_some() && set < expire, "{key}: {log:?}");
+    }
+    assert_eq!(recorder.0.len(), 5);
+    assert!(recorder
+        .0
+        .iter()
+        .all(|(_, _, e)| *e == Resolved::At(NOW + 1000)));
 }
 
 #[test]

@@ -56,11 +56,9 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Loaded) -> Result<Reply, Failure>
 fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failure> {
     let flags = ctx.flags();
     let now_ms = ctx.now_ms();
-    let request = module.keys.parse(args, now_ms)?;
-    // Where the server learned keys from specs only, options among them misled its checks.
-    if !(flags.replicated || flags.loading || module.keys.were_declared(&request, args.len())) {
-        return Err(Refusal::Undeclared.into());
-    }
+    let request = module
+        .keys
+        .read(args, now_ms, flags.replicated || flags.loading)?;
     let arguments = args.get(request.pairs.clone()).unwrap_or_default();
     // Where the filter moved the values into argv[1], they become strings of their own.
     let values = module

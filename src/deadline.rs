@@ -91,7 +91,7 @@ pub fn options(expiry: Expiry) -> Vec<Word> {
 mod tests {
     use super::*;
     use crate::replication::apply;
-    use crate::syntax::{Packed, Syntax};
+    use crate::syntax::Syntax;
     use proptest::prelude::*;
 
     fn text(words: &[Word]) -> Vec<Vec<u8>> {
@@ -125,7 +125,7 @@ mod tests {
             prop_assert_eq!(apply::parse(&call).map(|r| r.expiry), Ok(expiry));
             let mut call = vec![b"msetex".to_vec(), b"1".to_vec(), b"k".to_vec(), b"v".to_vec()];
             call.extend(text(&options(expiry)));
-            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0, Packed::Options).map(|r| r.expiry), Ok(expiry));
+            prop_assert_eq!(Syntax::Numkeys.parse(&call, 0).map(|r| r.expiry), Ok(expiry));
         }
     }
 

@@ -43,6 +43,13 @@ pub enum KeySpec {
         step: i32,
         incomplete: bool,
     },
+    /// Keys from the argument after the first `keyword` (from argv[1] on) to argv[argc + `last`],
+    /// every `step`; none where no argument is `keyword`.
+    AfterKeyword {
+        keyword: &'static CStr,
+        last: i32,
+        step: i32,
+    },
 }
 
 #[derive(Debug)]
@@ -66,9 +73,10 @@ pub struct KeyDocs {
     pub notes: Option<&'static CStr>,
     /// Legacy first key / last key / step for COMMAND INFO.
     pub legacy: (i32, i32, i32),
-    /// A second key spec, not a key, that only marks the command `movablekeys`: clients reading
-    /// COMMAND then ask COMMAND GETKEYS instead of reading `legacy` (see `MovedKeys::AllButKeys`).
-    pub movable: bool,
+    /// The first spec describes the call after the module's command filter rewrote it: a second
+    /// one, not a key and incomplete, makes the command `movablekeys` and tells clients that read
+    /// key specs to ask COMMAND GETKEYS (`keys::Reading`).
+    pub ask_getkeys: bool,
 }
 
 /// An argument without token, e.g. `time`.
@@ -105,8 +113,8 @@ pub const fn one_of(name: &'static CStr, optional: bool, subargs: &'static [Arg]
     }
 }
 
-/// Keys at 2, 4, ... to the end; `incomplete`: options can move them.
-pub const fn pairs_from_2(incomplete: bool, notes: &'static CStr) -> KeyDocs {
+/// Keys at 2, 4, ... to the end (legacy positions 2, -1, 2).
+pub const fn pairs_from_2(incomplete: bool, ask_getkeys: bool, notes: &'static CStr) -> KeyDocs {
     KeyDocs {
         spec: KeySpec::Range {
             first: 2,
@@ -116,22 +124,6 @@ pub const fn pairs_from_2(incomplete: bool, notes: &'static CStr) -> KeyDocs {
         },
         notes: Some(notes),
         legacy: (2, -1, 2),
-        movable: false,
-    }
-}
-
-/// Keys from 2 to the end, the rest of the call packed into argument 1 by the command filter;
-/// marked `movablekeys` (clients must ask COMMAND GETKEYS about the call they send).
-pub const fn keys_from_2(notes: &'static CStr) -> KeyDocs {
-    KeyDocs {
-        spec: KeySpec::Range {
-            first: 2,
-            last: -1,
-            step: 1,
-            incomplete: false,
-        },
-        notes: Some(notes),
-        legacy: (2, -1, 1),
-        movable: true,
+        ask_getkeys,
     }
 }

@@ -79,6 +79,7 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         builtin_listed: ffi::original_command_name(raw, "msetex"),
         keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
         acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
+        key_specs: ffi::key_specs_available(),
     };
     match plan::plan(&options, &server, environment)? {
         Plan::BuiltinServes { line, profile } => {
@@ -100,6 +101,13 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         create(raw, command, profile.acl, &mut warnings)?;
     }
     let watching = ffi::watch::<Hooks>(raw);
+    if !watching && plan.module.keys.filters() {
+        return Err(
+            "this server offers no command filter or server events to this module, and \
+                    its filter must rewrite calls before the server reads their keys here"
+                .to_owned(),
+        );
+    }
     replication::set_watching(watching && profile.shortcut_allowed());
     let acl_note = profile.acl.load_note(&plan.module.name);
     let unwatched = (!watching)
@@ -108,7 +116,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     // The getkeys callback reads LOADED: asked only now.
     if let Some(module) = LOADED.get() {
         let getkeys = |call: &[&[u8]]| ffi::command_keys(raw, call);
-        module.keys.confirm(&module.name, watching, getkeys)?;
+        module.keys.check(&module.name, getkeys)?;
     }
     ffi::log(raw, LogLevel::Notice, &plan.registered);
     let notes = plan.notes.iter().chain(&acl_note).map(String::as_str);
@@ -236,6 +244,8 @@ impl ffi::InfoSection for Info {
             text(c"syntax", module.syntax.label());
             text(c"replicate", module.replication.mode.label());
             text(c"acl", module.profile.acl.label());
+            text(c"keys", module.keys.reading.label());
+            text(c"keynum_step", module.keys.step.label());
         }
         fields
     }

@@ -8,19 +8,27 @@ use crate::syntax::{ParseError, Syntax};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     Parse(ParseError),
-    /// Keys declared by key specs only, and this call's options stood among them, unmoved.
+    /// Keys read from a key spec of the filter's rewrite, and this call skipped the filter
+    /// (Valkey's scripts).
     Undeclared,
     /// Redis 7.0: the user may not write these keys with MSET, or one of them with SET (`acl`).
     NoCapability,
     ApplyFromClient,
-    /// Options among the keys where the server routes before any filter (`MovedKeys::Refused`).
-    Unroutable,
+    /// An argument is the command filter's mark, where the server routes by keys it read before
+    /// the filter (`keys::MARK`).
+    Marked,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
     Refused(Refusal),
     Aborted(Abort),
+}
+
+impl From<ParseError> for Refusal {
+    fn from(error: ParseError) -> Refusal {
+        Refusal::Parse(error)
+    }
 }
 
 impl From<Refusal> for Failure {
@@ -51,14 +59,10 @@ impl Refusal {
         match self {
             Refusal::Parse(error) => parse_error_text(error, name, syntax, profile),
             Refusal::Undeclared => format!(
-                "ERR {name}: this server reads command keys from key specifications only \
-                 (io-threads > 1, or Valkey in cluster mode), and this call's options stand among \
-                 its keys where no command filter moved them (scripts and module calls of some \
-                 servers skip it): send the call without options there{}",
-                match syntax {
-                    Syntax::Ttl => format!(" ({name} seconds key value ...)"),
-                    Syntax::Numkeys => String::new(),
-                }
+                "ERR {name}: the server read this call's keys from a key specification that \
+                 describes the call as the module's command filter rewrites it, and this call \
+                 skipped the filter (a script's call on Valkey, which command filters do not see): call {name} \
+                 from a client"
             ),
             Refusal::NoCapability => format!(
                 "NOPERM this user has no permissions to run the '{name}' command with these \
@@ -68,28 +72,26 @@ impl Refusal {
                 "ERR {name}.apply only applies what MSETEX replicated (on replicas, while the \
                  AOF loads, on the node a slot migrates to): call {name}"
             ),
-            Refusal::Unroutable => format!("ERR {}", self.short_text(name)),
+            Refusal::Marked => format!(
+                "ERR {name}: an argument of this call is the module's key mark (bytes 01 'keys' \
+                 01), which the server would read as the start of the keys before the module's \
+                 command filter runs: nothing was written"
+            ),
         }
     }
+}
 
-    /// The refusal as the filter gives it, as an unknown command's name: at most 128 bytes (the
-    /// server cuts the name there), only where the filter refuses.
-    pub fn short_text(self, name: &str) -> String {
-        let mut text = match self {
-            Refusal::Unroutable => format!(
-                "{name}: options cannot be routed in cluster mode with io-threads > 1; send the \
-                 call without options"
-            ),
-            _ => format!(
-                "{name} takes the TTL first; this call has the numkeys form: load the module \
-                 with SYNTAX NUMKEYS"
-            ),
-        };
-        while text.len() > 128 {
-            text.pop();
-        }
-        text
+/// COMMAND GETKEYS's answer about a typed client's numkeys call to the TTL form, as the name of an
+/// unknown command: at most 128 bytes (the server cuts the name there).
+pub fn numkeys_shape_hint(name: &str) -> String {
+    let mut text = format!(
+        "{name} takes the TTL first; this call has the numkeys form: load the module with SYNTAX \
+         NUMKEYS"
+    );
+    while text.len() > 128 {
+        text.pop();
     }
+    text
 }
 
 impl Abort {
@@ -105,15 +107,17 @@ fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Pro
         ParseError::Syntax => "ERR syntax error".to_owned(),
         ParseError::NotAnInteger => "ERR value is not an integer or out of range".to_owned(),
         // The built-in MSETEX words it the 7.0 way; Redis 6.2's SET did not.
-        ParseError::InvalidExpireTime if profile.redis_6 && syntax == Syntax::Ttl => {
+        ParseError::InvalidExpireTime if profile.expire_error_unquoted && syntax == Syntax::Ttl => {
             format!("ERR invalid expire time in {name}")
         }
         ParseError::InvalidExpireTime => format!("ERR invalid expire time in '{name}' command"),
-        ParseError::InvalidNumkeys if profile.valkey => {
+        ParseError::InvalidNumkeys if profile.numkeys_errors_worded_as_valkey => {
             "ERR invalid numkeys value or out of range".to_owned()
         }
         ParseError::InvalidNumkeys => "ERR invalid numkeys value".to_owned(),
-        ParseError::WrongPairCount if profile.valkey => "ERR syntax error".to_owned(),
+        ParseError::WrongPairCount if profile.numkeys_errors_worded_as_valkey => {
+            "ERR syntax error".to_owned()
+        }
         ParseError::WrongPairCount => "ERR wrong number of key-value pairs".to_owned(),
         ParseError::KeepTtl => format!(
             "ERR KEEPTTL exists only in the numkeys form (load the module with SYNTAX NUMKEYS); \

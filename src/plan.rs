@@ -84,8 +84,13 @@ pub fn plan(
         keys: Keys::new(syntax, &profile),
         profile,
     };
-    let keys_note = module.keys.load_note(environment.io_threads.is_some());
-    let notes = module.replication.load_note().into_iter().chain(keys_note);
+    let io_threads_assumed = environment.io_threads.is_none() && module.profile.keys_on_io_threads;
+    let keys_note = module.keys.load_note(io_threads_assumed);
+    let notes = module
+        .replication
+        .load_note()
+        .into_iter()
+        .chain([keys_note]);
     Ok(Plan::Register(Box::new(Registrations {
         registered,
         notes: notes.collect(),

@@ -61,39 +61,22 @@ impl Server {
         self.at_least((8, 4), (9, 1))
     }
 
-    /// How this server learns a call's keys (see [`KeysDeclared`]); unreadable io-threads: above 1.
-    /// The keynum spec is exact where the server said it reads its step, or where it has an MSETEX
-    /// renamed away, which cannot be asked: there the answer is taken as yes and the load's
-    /// confirmation (`Keys::confirm`) refuses to load if it is not.
-    fn keys_declared(&self, environment: Environment, builtin: Builtin) -> KeysDeclared {
-        let redis = self.product == Product::Redis;
+    /// Whether the server may ask for a command's keys on an I/O thread, where a getkeys callback's
+    /// module context races the main thread (it crashed Redis 8.6.3 and Valkey 8.0 to 9.1 under
+    /// load): Redis 8.2+ with io-threads (8.6.3: networking.c `processInputBuffer` calls
+    /// `preprocessCommand` there); Valkey 8+ in cluster mode with io-threads (9.1.2:
+    /// `ioThreadReadQueryFromClient` -> `prepareCommandGeneric` -> `clusterSlotByCommand`), and
+    /// Valkey 9+ in cluster mode whatever io-threads says at load (`CONFIG SET` can start them).
+    /// Unreadable io-threads: above 1.
+    fn keys_on_io_threads(&self, environment: &Environment) -> bool {
         let io_threads = environment.io_threads.is_none_or(|n| n > 1);
-        let on_io_threads = if redis {
-            self.at_least((8, 2), (0, 0)) && io_threads
-        } else {
-            self.at_least((0, 0), (8, 0))
-                && environment.cluster
-                && (io_threads || self.at_least((0, 0), (9, 0)))
-        };
-        // Redis outside cluster mode that said it reads a keynum spec with its step (8.4.4+): key
-        // specs are exact there (the NUMKEYS form's as is, the TTL form's with the filter packing
-        // options; nothing routes), and cheaper: Redis 8.6 reads every command's keys when it
-        // reads the command and again after the module filters, so a callback ran twice a call.
-        let specs_outside_cluster =
-            redis && !environment.cluster && environment.keynum_step == Some(true);
-        if !(on_io_threads || specs_outside_cluster) {
-            return KeysDeclared::ByCallback;
-        }
-        KeysDeclared::BySpecs {
-            moved: match (redis, environment.cluster) {
-                (true, true) => MovedKeys::Refused,
-                (true, false) => MovedKeys::Packed,
-                (false, _) => MovedKeys::AllButKeys,
-            },
-            keynum_exact: redis
-                && environment
-                    .keynum_step
-                    .unwrap_or(builtin == Builtin::RenamedAway),
+        match self.product {
+            Product::Redis => self.at_least((8, 2), (0, 0)) && io_threads,
+            Product::Valkey => {
+                environment.cluster
+                    && self.at_least((0, 0), (8, 0))
+                    && (io_threads || self.at_least((0, 0), (9, 0)))
+            }
         }
     }
 
@@ -167,13 +150,14 @@ pub struct Environment {
     /// Whether `ACL CAT` lists a command MSETEX, serving or renamed away (a built-in); `None` if
     /// unreadable.
     pub builtin_listed: Option<bool>,
-    /// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 read only the
-    /// first half of the keys, redis/redis#14657), as it answered `COMMAND GETKEYS` of its
-    /// built-in MSETEX, the one command with such a spec; `None` if it could not be asked (no
-    /// built-in under its name, COMMAND renamed away).
+    /// Whether the server reads a KEYNUM key spec with its step ([`KeynumStep`]); `None` if it
+    /// could not be asked (no built-in under its name, COMMAND renamed away).
     pub keynum_step: Option<bool>,
     /// How ACL rules can reach MSETEX, from what the module API offers (`AclCheck::offered`).
     pub acl: AclCheck,
+    /// Whether the module API can register key specifications (`RedisModule_SetCommandInfo`:
+    /// Redis 7.0+, Valkey).
+    pub key_specs: bool,
 }
 
 #[cfg(test)]
@@ -199,6 +183,7 @@ impl Environment {
             builtin_listed: Some(builtin),
             // Redis 8.4.0 to 8.4.3 read a keynum spec without its step (fixed in 8.4.4).
             keynum_step: serving.then_some(!(redis && server.version < (8, 4, 4))),
+            key_specs: !(redis && server.version < (7, 0, 0)),
             acl: if redis && server.version < (7, 0, 0) {
                 AclCheck::CommandName
             } else if redis && server.version < (7, 2, 0) {
@@ -327,16 +312,30 @@ impl Embedding {
 /// How this server's version tells MSETEX to behave: each difference decided once, at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    /// Redis before 7.0: SET's bad TTL is `invalid expire time in set`; its NX/XX looks a key up
-    /// twice (the check counts an access); `RedisModule_ReplicateVerbatim` copies the whole call
-    /// each time it counts a change (a call counts its changes once, at the end).
-    pub redis_6: bool,
-    /// Valkey words two NUMKEYS errors of its built-in its own way.
-    pub valkey: bool,
-    pub keys: KeysDeclared,
-    /// Whether the server reads a KEYNUM key spec with its step, as it answered
-    /// ([`Environment::keynum_step`]); `None`: not asked (taken as no).
-    pub keynum_step: Option<bool>,
+    /// SET's bad TTL is `invalid expire time in set`, not `... in 'set' command` (Redis 6.2).
+    pub expire_error_unquoted: bool,
+    /// SET's NX/XX looks the key up twice, counting a keyspace access (Redis 6.2).
+    pub nx_check_counts_access: bool,
+    /// `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a change (Redis
+    /// 6.2): a call counts its changes once, at the end, and new keys go to MSET.
+    pub verbatim_copies_call: bool,
+    /// The built-in MSETEX words a bad numkeys `invalid numkeys value or out of range` and too few
+    /// pairs `syntax error` (Valkey).
+    pub numkeys_errors_worded_as_valkey: bool,
+    /// The server may ask for a command's keys on an I/O thread, where a getkeys callback crashes
+    /// it ([`Server::keys_on_io_threads`]).
+    pub keys_on_io_threads: bool,
+    /// How the server routes a module command in cluster mode where it reads keys on I/O threads.
+    pub routing: Routing,
+    /// Command filters see the commands scripts run (Redis; Valkey's scripts skip them).
+    pub filters_see_script_calls: bool,
+    /// The module API can register key specifications (Redis 7.0+, Valkey).
+    pub key_specs: bool,
+    /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey; Redis 8.6's
+    /// fires `expire` before `set`).
+    pub builtin_writes_as_set: bool,
+    /// Whether the server reads a KEYNUM key spec with its step, as it answered.
+    pub keynum_step: KeynumStep,
     /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
     /// place (an allocator whose size classes the check does not know).
     pub in_place: Option<Embedding>,
@@ -362,41 +361,46 @@ pub struct Profile {
     pub acl: AclCheck,
 }
 
-/// How the server learns where a call's keys are.
+/// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 read only the first
+/// half of the keys, redis/redis#14657), as `COMMAND GETKEYS MSETEX 2 a v b v` of its built-in
+/// MSETEX, the one command with such a spec, answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeysDeclared {
-    /// The `getkeys-api` callback: exact for every form.
-    ByCallback,
-    /// Key specs only: the server may call a `getkeys-api` command back from an I/O thread (Redis
-    /// 8.2+ with io-threads; Valkey 8+ in cluster mode with io-threads, Valkey 9 in cluster mode as
-    /// it can start them at run time), where the module context it creates races the main thread;
-    /// and Redis outside cluster mode that reads the keynum step, where specs are exact and cost
-    /// less than a callback.
-    /// Calls whose options a key spec cannot step over go to the command filter first (`moved`).
-    BySpecs {
-        moved: MovedKeys,
-        /// The NUMKEYS keynum spec is exact: the server reads it with its step (Redis 8.4+) and
-        /// routes by key specs (Redis; Valkey routes module commands by the legacy key range).
-        keynum_exact: bool,
-    },
+pub enum KeynumStep {
+    Read,
+    NotRead,
+    /// No built-in MSETEX under its name, or COMMAND renamed away: taken as not read.
+    NotAsked,
 }
 
-/// What the command filter does with a call whose options a key spec would read as keys
-/// (`MSETEX NX PX 100 k v`, `MSETEX 1 k v EX 60` where the keynum spec is not exact).
+impl KeynumStep {
+    pub fn answered(answer: Option<bool>) -> KeynumStep {
+        match answer {
+            Some(true) => KeynumStep::Read,
+            Some(false) => KeynumStep::NotRead,
+            None => KeynumStep::NotAsked,
+        }
+    }
+
+    pub fn label(self) -> &'static std::ffi::CStr {
+        match self {
+            KeynumStep::Read => c"read",
+            KeynumStep::NotRead => c"not_read",
+            KeynumStep::NotAsked => c"not_asked",
+        }
+    }
+}
+
+/// How a server routes a module command in cluster mode where it reads command keys on I/O threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MovedKeys {
-    /// Packs the options into one argument before keys are read (`syntax::pack`): Redis outside
-    /// cluster mode (no routing; ACL reads keys after the filter).
-    Packed,
-    /// Valkey (key specs only in cluster mode): packs everything but the keys, options and
-    /// values, into one argument, for every call. Valkey routes a module command by its legacy
-    /// key range, looked up again after a filter rewrote the call, and clients read that range
-    /// from COMMAND: one plain range of keys is exact for both, and a second key spec (not a key)
-    /// marks the command `movablekeys`, so clients ask COMMAND GETKEYS, which the filter packs too.
-    AllButKeys,
-    /// Redis 8.2+ in cluster mode with io-threads routes by the keys its I/O threads read before
-    /// any filter ran, even after a rewrite: the filter refuses such a call, writing nothing.
-    Refused,
+pub enum Routing {
+    /// By the keys it read from the call as sent, before any command filter ran (Redis 8.2+:
+    /// `processCommand` hands `getNodeByQuery` the client's slot and cross-slot error, copied from
+    /// the pending command before `moduleCallCommandFilters`).
+    KeysReadBeforeFilters,
+    /// By the command's legacy key range, read again after a filter changed the call's length
+    /// (Valkey: `moduleCallCommandFilters` redoes `prepareCommand`; `clusterSlotByCommand` reads
+    /// keys with `getKeysFromCommand`).
+    LegacyRangeAfterFilters,
 }
 
 impl Profile {
@@ -413,10 +417,20 @@ impl Profile {
             (true, false) => Builtin::RenamedAway,
         };
         Profile {
-            redis_6,
-            valkey: !redis,
-            keys: server.keys_declared(environment, builtin),
-            keynum_step: environment.keynum_step,
+            expire_error_unquoted: redis_6,
+            nx_check_counts_access: redis_6,
+            verbatim_copies_call: redis_6,
+            numkeys_errors_worded_as_valkey: !redis,
+            keys_on_io_threads: server.keys_on_io_threads(&environment),
+            routing: if redis {
+                Routing::KeysReadBeforeFilters
+            } else {
+                Routing::LegacyRangeAfterFilters
+            },
+            filters_see_script_calls: redis,
+            key_specs: environment.key_specs,
+            builtin_writes_as_set: !redis,
+            keynum_step: KeynumStep::answered(environment.keynum_step),
             in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
             signal_on_close: redis && server.at_least((8, 6), (0, 0)),
@@ -437,7 +451,7 @@ impl Profile {
     /// deadline kept in place, `set` then `expire` per key), so it takes the keys the key API
     /// cannot, instead of MSET plus a deadline. (Redis 8.6's fires `expire` before `set`.)
     pub fn builtin_batch(&self) -> bool {
-        self.valkey && self.builtin == Builtin::Serving
+        self.builtin_writes_as_set && self.builtin == Builtin::Serving
     }
 
     /// Redis 6.2: a new key is written by MSET, which counts the change for RDB save points itself.
@@ -445,7 +459,7 @@ impl Profile {
     /// queues a copy of that call's arguments each time (about 800 instructions a key, callgrind),
     /// more than MSET's lookup and a second open for the deadline.
     pub fn new_keys_by_mset(&self) -> bool {
-        self.redis_6
+        self.verbatim_copies_call
     }
 
     /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster

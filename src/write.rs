@@ -117,7 +117,7 @@ pub fn condition_holds<K: Keyspace>(
         Condition::NoneExist => false,
         Condition::AllExist => true,
     };
-    let touch = if profile.redis_6 {
+    let touch = if profile.nx_check_counts_access {
         Touch::Yes
     } else {
         Touch::No

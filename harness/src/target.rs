@@ -32,6 +32,45 @@ pub struct Target {
 pub const RENAMED: &str = "msetex.ttl";
 
 static TARGET: OnceLock<Target> = OnceLock::new();
+
+/// How the module loaded in a server says that server reads a call's keys (`INFO msetex`'s `keys`
+/// field): the module's own decision, read back rather than restated here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeysRead {
+    /// The getkeys callback.
+    Callback,
+    /// The NUMKEYS form's keynum key specification, read with its step; no filter.
+    KeynumSpec,
+    /// A key specification after the mark the module's command filter puts before the keys.
+    Marked,
+    /// Key specifications, the filter moving everything but the keys into argument 1 (Valkey in
+    /// cluster mode with I/O threads).
+    KeysOnly,
+}
+
+impl KeysRead {
+    /// The reading of the module loaded in the server `con` is connected to.
+    pub fn of(con: &mut redis::Connection) -> KeysRead {
+        let field = crate::info_field(con, "msetex", "msetex_keys");
+        match field.as_deref() {
+            Some("callback") => KeysRead::Callback,
+            Some("keynum_spec") => KeysRead::KeynumSpec,
+            Some("marked") => KeysRead::Marked,
+            Some("keys_only") => KeysRead::KeysOnly,
+            other => panic!("INFO msetex has no known keys field: {other:?}"),
+        }
+    }
+
+    /// The server reads keys from key specifications only (no getkeys callback).
+    pub fn by_specs(self) -> bool {
+        self != KeysRead::Callback
+    }
+
+    /// The command filter rewrites calls (MONITOR and SLOWLOG show the rewritten form).
+    pub fn rewrites(self) -> bool {
+        matches!(self, KeysRead::Marked | KeysRead::KeysOnly)
+    }
+}
 static KEYNUM_STEP: OnceLock<Option<bool>> = OnceLock::new();
 
 /// Whether the server under test reads a keynum key spec with its step, as `COMMAND GETKEYS` of
@@ -231,48 +270,22 @@ impl Target {
         self.has_builtin_msetex() && !cluster
     }
 
-    /// Whether this server, in cluster mode with `io_threads`, routes a
-    /// command by the keys its I/O threads read before module command
-    /// filters run, even after a filter rewrote the command: Redis 8.2+
-    /// (`processCommand` hands `getNodeByQuery` the client's slot and read
-    /// error, copied from the pending command before
-    /// `moduleCallCommandFilters`). The module then refuses the TTL form's
-    /// options there rather than let them be routed by misread keys.
-    pub fn routes_by_keys_read_before_filters(&self, io_threads: u32) -> bool {
-        self.keys_by_specs(io_threads, true) && self.product == Product::Redis
-    }
-
-    /// Whether the module declares a command's keys by key specs only with
-    /// this configuration: where the server asks a module for them from its
-    /// I/O threads, and on Redis outside cluster mode that reads the keynum
-    /// step (exact there, and cheaper: Redis 8.6 reads every command's keys
-    /// twice). Redis 8.2+ with io-threads (8.6.3: networking.c
-    /// `processInputBuffer` calls server.c `preprocessCommand` on the I/O
-    /// thread, whose `extractKeysAndSlot` falls back to the module's getkeys
-    /// callback); Valkey 8+ in cluster mode with io-threads (9.1.2:
-    /// networking.c `ioThreadReadQueryFromClient` -> server.c
-    /// `prepareCommandGeneric` -> `clusterSlotByCommand`), and from Valkey 9
-    /// whatever io-threads says at load time, since `CONFIG SET io-threads`
-    /// can turn them on later.
-    pub fn keys_by_specs(&self, io_threads: u32, cluster: bool) -> bool {
-        match self.product {
-            Product::Redis => {
-                (self.at_least(Some((8, 2)), None) && io_threads > 1)
-                    || (!cluster && reads_keynum_step() == Some(true))
-            }
-            Product::Valkey => {
-                cluster
-                    && (io_threads > 1 || self.at_least(None, Some((9, 0))))
-                    && self.at_least(None, Some((8, 0)))
-            }
-        }
-    }
-
     /// Whether the crash of module getkeys callbacks on I/O threads needs
     /// cluster mode on this server: Valkey looks keys up on I/O threads only
-    /// to compute cluster slots (see [`Target::keys_by_specs`]).
+    /// to compute cluster slots (9.1.2: networking.c
+    /// `ioThreadReadQueryFromClient` -> server.c `prepareCommandGeneric` ->
+    /// `clusterSlotByCommand`); Redis 8.2+ does for every command (8.6.3:
+    /// networking.c `processInputBuffer` -> server.c `preprocessCommand`).
     pub fn io_thread_keys_need_cluster(&self) -> bool {
         self.is_valkey()
+    }
+
+    /// Whether this server asks for a command's keys on its I/O threads with
+    /// io-threads above 1 (in cluster mode where
+    /// [`Target::io_thread_keys_need_cluster`]): Redis 8.2+, Valkey 8+. There
+    /// a getkeys callback crashes the server under load (io_threads.rs).
+    pub fn asks_keys_on_io_threads(&self) -> bool {
+        self.at_least(Some((8, 2)), Some((8, 0)))
     }
 
     /// ACL categories for module commands (RedisModule_SetCommandACLCategories).

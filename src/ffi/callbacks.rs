@@ -232,9 +232,10 @@ impl Filter {
                 }
             })
         };
-        // Replace, then insert what is left, or delete what is left.
+        // Replace, then insert what is left, or delete what is left from its end (deleting the
+        // last arguments moves nothing: a rewrite that drops most of a call stays linear).
         with.iter().enumerate().all(|(i, arg)| step(i, Some(arg)))
-            && (with.len()..count).all(|_| step(with.len(), None))
+            && (with.len()..count).rev().all(|i| step(i, None))
     }
 
     /// Replaces argument `pos` (one of the command's) with `bytes`, or inserts them; false if not.

@@ -25,7 +25,7 @@ pub use facts::{
 };
 pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::{
-    create_command, register_info, set_acl_categories, set_command_info, set_module_options, watch,
-    Optional,
+    create_command, key_specs_available, register_info, set_acl_categories, set_command_info,
+    set_module_options, watch, Optional,
 };
 pub use sds::Allocation;

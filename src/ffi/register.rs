@@ -6,8 +6,11 @@ use libc::c_int;
 use raw::RedisModuleCommandArg as CommandArg;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_1 as Bs;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 as BsIndex;
+use raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_2 as BsKeyword;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_2 as Fk;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 as FkRange;
+use raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX as BS_INDEX;
+use raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_KEYWORD as BS_KEYWORD;
 use raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM as FK_KEYNUM;
 use raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE as FK_RANGE;
 use redis_module::raw;
@@ -103,6 +106,12 @@ pub enum Optional {
     Unsupported,
 }
 
+/// Whether the module API can register key specifications (Redis 7.0+, Valkey).
+pub fn key_specs_available() -> bool {
+    API.get()
+        .is_some_and(|api| api.set_command_info.is_some() && api.get_command.is_some())
+}
+
 /// Attaches COMMAND DOCS / INFO data to `name`.
 pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Optional, String> {
     let api = api()?;
@@ -117,8 +126,8 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Op
         KEY_SPEC_END,
         KEY_SPEC_END,
     ];
-    if docs.keys.movable {
-        key_specs[1] = MOVABLE_MARK;
+    if docs.keys.ask_getkeys {
+        key_specs[1] = ASK_GETKEYS;
     }
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
@@ -208,22 +217,30 @@ fn arg_type(kind: ArgKind) -> raw::RedisModuleCommandArgType {
 }
 
 fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleCommandKeySpec {
+    let range = |lastkey, keystep| Fk {
+        range: FkRange {
+            lastkey,
+            keystep,
+            limit: 0,
+        },
+    };
+    let index = |pos| {
+        (
+            BS_INDEX,
+            Bs {
+                index: BsIndex { pos },
+            },
+        )
+    };
     let (begin, incomplete, find_keys_type, fk) = match spec {
         KeySpec::Range {
             first,
             last,
             step,
             incomplete,
-        } => {
-            let range = FkRange {
-                lastkey: last,
-                keystep: step,
-                limit: 0,
-            };
-            (first, incomplete, FK_RANGE, Fk { range })
-        }
+        } => (index(first), incomplete, FK_RANGE, range(last, step)),
         KeySpec::Keynum {
-            index,
+            index: at,
             step,
             incomplete,
         } => {
@@ -232,32 +249,48 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
                 firstkey: 1,
                 keystep: step,
             };
-            (index, incomplete, FK_KEYNUM, Fk { keynum })
+            (index(at), incomplete, FK_KEYNUM, Fk { keynum })
+        }
+        KeySpec::AfterKeyword {
+            keyword,
+            last,
+            step,
+        } => {
+            let keyword = BsKeyword {
+                keyword: keyword.as_ptr(),
+                startfrom: 1,
+            };
+            let begin = (BS_KEYWORD, Bs { keyword });
+            (begin, false, FK_RANGE, range(last, step))
         }
     };
     let mut flags = raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE;
     if incomplete {
         flags |= raw::REDISMODULE_CMD_KEY_INCOMPLETE;
     }
+    let (begin_search_type, bs) = begin;
     raw::RedisModuleCommandKeySpec {
         notes: notes.map_or(std::ptr::null(), CStr::as_ptr),
         flags: u64::from(flags),
-        begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
-        bs: Bs {
-            index: BsIndex { pos: begin },
-        },
+        begin_search_type,
+        bs,
         find_keys_type,
         fk,
     }
 }
 
-/// A key spec that is not a key (`NOT_KEY`, skipped wherever the server reads keys): a keynum
-/// spec, which makes the server flag the command `movablekeys` without changing its legacy range.
-const MOVABLE_MARK: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
-    notes: c"Not a key: marks the command movablekeys, so that clients ask COMMAND GETKEYS."
+/// A key spec that is not a key (`NOT_KEY`: every server skips it where it reads keys, before it
+/// looks at `INCOMPLETE`) and is incomplete: the server flags the command `movablekeys` (being a
+/// keynum spec, it leaves the legacy positions to the first spec: a plain range's, or none beside
+/// a step-2 range), and a client that reads key specs (redis-py 8.2) asks COMMAND GETKEYS.
+const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
+    notes: c"Not a key: the first key specification describes the call after the module's command \
+             filter; ask COMMAND GETKEYS about a call as sent."
         .as_ptr(),
-    flags: (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_NOT_KEY) as u64,
-    begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+    flags: (raw::REDISMODULE_CMD_KEY_RO
+        | raw::REDISMODULE_CMD_KEY_NOT_KEY
+        | raw::REDISMODULE_CMD_KEY_INCOMPLETE) as u64,
+    begin_search_type: BS_INDEX,
     bs: Bs {
         index: BsIndex { pos: 1 },
     },

@@ -50,6 +50,7 @@ fn env(cluster: bool, io_threads: Option<u32>) -> Environment {
         builtin_listed: None,
         keynum_step: None,
         acl: AclCheck::Categories,
+        key_specs: true,
     }
 }
 
@@ -73,6 +74,7 @@ const PLAIN: Environment = Environment {
     builtin_listed: None,
     keynum_step: None,
     acl: AclCheck::Categories,
+    key_specs: true,
 };
 
 /// The load of `server` in `environment`, with the answers that server gives the load's questions.
@@ -99,29 +101,6 @@ fn roles(registrations: &Registrations) -> Vec<Role> {
     registrations.commands.iter().map(|c| c.role).collect()
 }
 
-/// Where keys are declared by key specs only: on Redis outside cluster mode
-/// that reads the keynum step (8.4.4+), and where the server asks a
-/// `getkeys-api` command for its keys from an I/O thread. Redis 8.6.3
-/// (networking.c `processInputBuffer` -> server.c `preprocessCommand` ->
-/// `extractKeysAndSlot` on the I/O thread, which falls back to the module's
-/// callback); Valkey 9.1.2 in cluster mode (networking.c
-/// `ioThreadReadQueryFromClient` -> server.c `prepareCommandGeneric` ->
-/// `clusterSlotByCommand`), which Valkey 9 can reach with io-threads turned
-/// on at run time. An io-threads the module could not read counts as more
-/// than one. The Redis 8.2 and Valkey 8.0 bounds are those of
-/// `Profile::new`, whose tests cover them.
-fn asks_from_io_threads(server: &Server, env: Environment) -> bool {
-    let (major, minor, _) = server.version;
-    let io_threads = env.io_threads.is_none_or(|n| n > 1);
-    match server.product {
-        Product::Redis => {
-            ((major, minor) >= (8, 2) && io_threads)
-                || (!env.cluster && env.answered_by(server).keynum_step == Some(true))
-        }
-        Product::Valkey => major >= 8 && env.cluster && (io_threads || major >= 9),
-    }
-}
-
 #[test]
 fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
     for server in servers() {
@@ -134,15 +113,12 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                         &server,
                         env,
                     ));
-                    let by_specs = asks_from_io_threads(&server, env);
                     let msetex = &plan.commands[0];
                     assert_eq!(msetex.role, Role::Msetex, "{what}");
                     assert_eq!(msetex.name.as_c_str(), c"app.msetex", "{what}");
-                    assert_eq!(
-                        msetex.flags.to_bytes().ends_with(b" getkeys-api"),
-                        !by_specs,
-                        "{what}"
-                    );
+                    let keys = plan.module.keys;
+                    assert_eq!(msetex.flags, keys.flags(), "{what}");
+                    assert_eq!(msetex.legacy_keys, keys.docs().legacy, "{what}");
                     assert!(msetex.docs.is_some(), "{what}");
 
                     // Servers that run MSETEX natively, outside cluster
@@ -195,7 +171,8 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                         server.is(Product::Redis, (8, 6), None),
                         "{what}"
                     );
-                    let unreadable = by_specs && env.io_threads.is_none();
+                    let unreadable =
+                        plan.module.profile.keys_on_io_threads && env.io_threads.is_none();
                     assert_eq!(
                         plan.notes.iter().any(|n| n.contains("could not be read")),
                         unreadable,

@@ -50,7 +50,7 @@ pub fn docs() -> Docs {
         complexity: c"O(N) where N is the number of keys to set.",
         since: c"2.1.0",
         args: ARGS,
-        keys: pairs_from_2(false, c"Keys follow the time."),
+        keys: pairs_from_2(false, false, c"Keys follow the time."),
         arity: ARITY,
         tips: None,
     }

@@ -71,7 +71,7 @@ impl Replication {
             }
             Replicate::Msetex => call(named(".apply")?, CallForm::Apply),
         };
-        let counts_at_end = profile.redis_6;
+        let counts_at_end = profile.verbatim_copies_call;
         let counter = Some(named(".changes")?);
         Ok(Replication {
             mode,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::server::KeynumStep;
 
 /// Parses INFO text into a field lookup, as the server's INFO reply.
 fn from_info(text: &str) -> Option<Server> {
@@ -34,6 +35,7 @@ const PLAIN: Environment = Environment {
     builtin_listed: None,
     keynum_step: None,
     acl: AclCheck::Categories,
+    key_specs: true,
 };
 
 #[test]
@@ -85,24 +87,11 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_or_specs_are_exact() {
         io_threads: Some(io_threads),
         ..PLAIN
     };
-    let step = |keynum_step| Environment {
-        keynum_step,
-        ..PLAIN
-    };
-    let io = |server: &Server, env| Profile::new(server, env).keys != KeysDeclared::ByCallback;
+    let io = |server: &Server, env| Profile::new(server, env).keys_on_io_threads;
     assert!(io(&redis("8.6.3"), with(4, false)));
     assert!(io(&redis("8.6.3"), with(4, true)));
-    // Without io-threads: specs where the server said it reads the keynum step, outside cluster
-    // mode (in cluster mode the callback routes a call with options by its real keys).
     assert!(!io(&redis("8.6.3"), with(1, false)));
-    assert!(io(&redis("8.6.3"), step(Some(true))));
-    assert!(!io(&redis("8.6.3"), step(Some(false))));
-    assert!(!io(&redis("8.6.3"), step(None)));
-    let cluster = Environment {
-        cluster: true,
-        ..step(Some(true))
-    };
-    assert!(!io(&redis("8.6.3"), cluster));
+    assert!(!io(&redis("8.6.3"), with(1, true)));
     assert!(!io(&redis("8.0.6"), with(4, false)));
     assert!(!io(&redis("7.0.15"), with(4, true)));
     // Valkey: only in cluster mode; 9 can raise io-threads at run time.
@@ -127,7 +116,7 @@ fn keys_are_declared_without_getkeys_where_io_threads_ask_or_specs_are_exact() {
 fn write_paths_follow_what_set_leaves() {
     let profile = |server: &Server| Profile::new(server, PLAIN);
     let redis_6_2 = profile(&redis("6.2.16"));
-    assert!(redis_6_2.redis_6);
+    assert!(redis_6_2.nx_check_counts_access && redis_6_2.verbatim_copies_call);
     for server in [
         redis("6.2.16"),
         redis("7.0.15"),
@@ -212,7 +201,10 @@ fn past_deadlines_as_set_treats_them() {
 fn error_texts_and_cluster_options() {
     let wording = |server: &Server| {
         let profile = Profile::new(server, PLAIN);
-        (profile.redis_6, profile.valkey)
+        (
+            profile.expire_error_unquoted,
+            profile.numkeys_errors_worded_as_valkey,
+        )
     };
     assert_eq!(wording(&redis("6.2.16")), (true, false));
     assert_eq!(wording(&redis("7.0.15")), (false, false));
@@ -236,95 +228,26 @@ fn error_texts_and_cluster_options() {
     assert!(Profile::new(&valkey("9.1.2"), PLAIN).shortcut_allowed());
 }
 
-#[test]
-fn options_where_keys_come_from_key_specs() {
-    let env = |cluster, io_threads| Environment {
-        cluster,
-        io_threads: Some(io_threads),
-        ..PLAIN
-    };
-    let keys =
-        |server: &Server, env: Environment| Profile::new(server, env.answered_by(server)).keys;
-    let specs = |moved, keynum_exact| KeysDeclared::BySpecs {
-        moved,
-        keynum_exact,
-    };
-    assert_eq!(
-        keys(&redis("7.0.15"), env(true, 4)),
-        KeysDeclared::ByCallback
-    );
-    assert_eq!(
-        keys(&redis("8.6.3"), env(true, 1)),
-        KeysDeclared::ByCallback
-    );
-    assert_eq!(
-        keys(&redis("8.6.3"), env(false, 4)),
-        specs(MovedKeys::Packed, true)
-    );
-    assert_eq!(
-        keys(&redis("8.6.3"), env(true, 4)),
-        specs(MovedKeys::Refused, true)
-    );
-    assert_eq!(
-        keys(&redis("8.2.0"), env(true, 4)),
-        specs(MovedKeys::Refused, false)
-    );
-    // Redis 8.4.0 to 8.4.3 read the keynum spec without its step.
-    assert_eq!(
-        keys(&redis("8.4.2"), env(false, 4)),
-        specs(MovedKeys::Packed, false)
-    );
-    // Valkey routes a module command by its legacy key range.
-    assert_eq!(
-        keys(&valkey("9.1.2"), env(true, 1)),
-        specs(MovedKeys::AllButKeys, false)
-    );
-    assert_eq!(
-        keys(&valkey("8.1.1"), env(true, 4)),
-        specs(MovedKeys::AllButKeys, false)
-    );
-    assert_eq!(
-        keys(&valkey("8.1.1"), env(false, 4)),
-        KeysDeclared::ByCallback
-    );
-}
-
-/// The keynum spec is exact only where the server said so; its version says nothing (the
-/// keystep build reports 8.6.3). A server that could not be asked is taken as not reading it,
-/// but for one whose MSETEX is renamed away (then the load confirms it once registered).
+/// The keynum step is what the server answered; its version says nothing (the keystep build
+/// reports 8.6.3), and a server that could not be asked is taken as not reading it.
 #[test]
 fn the_keynum_step_is_what_the_server_answered() {
-    let io_threads = Environment {
-        io_threads: Some(4),
-        ..PLAIN
-    };
     let renamed = Environment {
         callable: Callable::ALL.without(ServerCommand::Msetex),
-        ..io_threads
+        ..PLAIN
     };
     let cases = [
-        (Some(true), io_threads, true),
-        (Some(false), io_threads, false),
-        (None, io_threads, false),
-        (None, renamed, true),
-        (Some(false), renamed, false),
+        (Some(true), PLAIN, KeynumStep::Read),
+        (Some(false), PLAIN, KeynumStep::NotRead),
+        (None, PLAIN, KeynumStep::NotAsked),
+        (None, renamed, KeynumStep::NotAsked),
     ];
-    for (answer, env, exact) in cases {
+    for (answer, env, step) in cases {
         let env = Environment {
             keynum_step: answer,
             ..env
         };
-        let profile = Profile::new(&redis("8.6.3"), env);
-        assert_eq!(profile.keynum_step, answer);
-        assert_eq!(
-            profile.keys,
-            KeysDeclared::BySpecs {
-                moved: MovedKeys::Packed,
-                keynum_exact: exact
-            },
-            "{answer:?} {:?}",
-            profile.builtin
-        );
+        assert_eq!(Profile::new(&redis("8.6.3"), env).keynum_step, step);
     }
 }
 

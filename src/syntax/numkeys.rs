@@ -1,6 +1,6 @@
 //! `SYNTAX NUMKEYS`, the built-in of Redis 8.4+ and Valkey 9.1+ with their grammar (Redis 8.6.3):
 //! `MSETEX numkeys key value ... [NX | XX] [EX | PX | EXAT | PXAT time | KEEPTTL]`, options parsed
-//! like SET's (a repeat is allowed, the last time wins); its packed form and COMMAND DOCS.
+//! like SET's (a repeat is allowed, the last time wins), and its COMMAND DOCS.
 
 use std::ffi::CStr;
 use std::ops::Range;
@@ -10,7 +10,6 @@ use super::options::{
     MIN_ARGC,
 };
 use super::options::{CONDITION, DATA};
-use super::packed::{self, Packed, Packing};
 use crate::docs::{one_of, plain, token, valued, Arg, ArgKind};
 
 /// The built-in's COMMAND INFO tips (Redis 8.6.3): a cluster client may send the keys of each
@@ -102,33 +101,6 @@ pub(super) fn options<A: AsRef<[u8]>>(
         index += 1;
     }
     Ok((condition, expiry))
-}
-
-/// numkeys and the options after the pairs packed into one argument (`Syntax::pack`), and for
-/// `AllButKeys` the values after them; `None` where nothing needs packing (Options: nothing
-/// follows the pairs) or numkeys is invalid (refused wherever it runs).
-pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A], form: Packed) -> Option<Packing> {
-    let pairs = pairs(argv).ok()?;
-    let options = argv.get(pairs.end..)?;
-    let values = match form {
-        Packed::Plain => return None,
-        Packed::Options if options.is_empty() => return None,
-        Packed::Options => None,
-        Packed::AllButKeys => Some(pairs.clone()),
-    };
-    let moved: Vec<&[u8]> = argv
-        .get(1..2)?
-        .iter()
-        .chain(options)
-        .chain(packed::values(argv, values.clone()))
-        .map(AsRef::as_ref)
-        .collect();
-    Some(Packing {
-        arg: packed::encode(form, &moved),
-        leading: 1,
-        trailing: pairs.end,
-        values,
-    })
 }
 
 pub(super) const SUMMARY: &CStr = c"Sets multiple keys to multiple values, with an optional \

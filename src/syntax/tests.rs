@@ -10,11 +10,11 @@ use std::ops::Range;
 const NOW: i64 = 1_700_000_000_000;
 
 fn ttl(items: &[&str]) -> Result<Request, ParseError> {
-    Syntax::Ttl.parse(items, NOW, Packed::Options)
+    Syntax::Ttl.parse(items, NOW)
 }
 
 fn numkeys(items: &[&str]) -> Result<Request, ParseError> {
-    Syntax::Numkeys.parse(items, NOW, Packed::Options)
+    Syntax::Numkeys.parse(items, NOW)
 }
 
 fn request(pairs: Range<usize>, condition: Condition, expiry: Expiry, ack: Ack) -> Request {
@@ -214,12 +214,7 @@ fn ttl_absolute_deadlines_may_be_in_the_past() {
 #[test]
 fn ttl_keys_and_values_are_arbitrary_bytes() {
     let argv: Vec<&[u8]> = vec![b"MSETEX", b"1", b"\0\xff", b"", b"NX", b"\r\n"];
-    assert_eq!(
-        Syntax::Ttl
-            .parse(&argv, NOW, Packed::Options)
-            .map(|r| r.pairs),
-        Ok(2..6)
-    );
+    assert_eq!(Syntax::Ttl.parse(&argv, NOW).map(|r| r.pairs), Ok(2..6));
 }
 
 #[test]
@@ -273,146 +268,6 @@ fn ttl_pairs_follow_the_options() {
     let argv = ["MSETEX", "NX", "PX", "10", "a", "1", "b", "2", "c", "3"];
     let request = ttl(&argv).unwrap();
     assert_eq!(request.pairs.step_by(2).collect::<Vec<_>>(), [4, 6, 8]);
-}
-
-/// A call as the command filter rewrites it: the packed argument in place
-/// of the arguments it replaces, the trailing ones and the moved values dropped.
-fn packed_call(argv: &[&[u8]], packing: &Packing) -> Vec<Vec<u8>> {
-    let moved = |i: &usize| {
-        let pairs = packing.values.clone().unwrap_or_default();
-        pairs.contains(i) && (i - pairs.start) % 2 == 1
-    };
-    let mut call = vec![argv[0].to_vec(), packing.arg.clone()];
-    let kept = (1 + packing.leading..packing.trailing).filter(|i| !moved(i));
-    call.extend(kept.map(|i| argv[i].to_vec()));
-    call
-}
-
-#[test]
-fn ttl_options_pack_into_one_argument_before_the_keys() {
-    let argv: [&[u8]; 6] = [b"MSETEX", b"NX", b"PX", b"60000", b"k", b"v"];
-    let packing = Syntax::Ttl.pack(&argv, Packed::Options).unwrap();
-    assert_eq!(packing.arg, b"\x002:NX2:PX5:60000");
-    assert_eq!((packing.leading, packing.trailing), (3, 6));
-    let packed_argv = packed_call(&argv, &packing);
-    assert_eq!(
-        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Options),
-        Ok(request(
-            2..4,
-            Condition::NoneExist,
-            Expiry::In(60_000),
-            Ack::One
-        ))
-    );
-    // Nothing to pack: no option, or no time after the options.
-    assert_eq!(
-        Syntax::Ttl.pack(&["MSETEX", "60", "k", "v"], Packed::Options),
-        None
-    );
-    assert_eq!(
-        Syntax::Ttl.pack(&["MSETEX", "NX", "PX"], Packed::Options),
-        None
-    );
-    assert_eq!(
-        Syntax::Ttl.pack(&["MSETEX", "KEEPTTL", "5", "k", "v"], Packed::Options),
-        None
-    );
-    // The time is kept verbatim, even with spaces.
-    let argv: [&[u8]; 5] = [b"MSETEX", b"EX", b"NX 5", b"k", b"v"];
-    let packed_argv = packed_call(&argv, &Syntax::Ttl.pack(&argv, Packed::Options).unwrap());
-    assert_eq!(
-        Syntax::Ttl.parse(&views(&packed_argv), NOW, Packed::Options),
-        Err(ParseError::NotAnInteger)
-    );
-}
-
-#[test]
-fn numkeys_options_pack_into_one_argument_before_the_keys() {
-    let argv: [&[u8]; 9] = [b"MSETEX", b"2", b"a", b"1", b"b", b"2", b"NX", b"EX", b"60"];
-    let packing = Syntax::Numkeys.pack(&argv, Packed::Options).unwrap();
-    assert_eq!(packing.arg, b"\x001:22:NX2:EX2:60");
-    assert_eq!((packing.leading, packing.trailing), (1, 6));
-    let packed_argv = packed_call(&argv, &packing);
-    assert_eq!(packed_argv.len(), 6);
-    assert_eq!(
-        Syntax::Numkeys.parse(&views(&packed_argv), NOW, Packed::Options),
-        Ok(request(
-            2..6,
-            Condition::NoneExist,
-            Expiry::In(60_000),
-            Ack::One
-        ))
-    );
-    // Nothing after the pairs, or no valid numkeys: nothing to pack.
-    assert_eq!(
-        Syntax::Numkeys.pack(&["MSETEX", "1", "k", "v"], Packed::Options),
-        None
-    );
-    assert_eq!(
-        Syntax::Numkeys.pack(&["MSETEX", "x", "k", "v", "NX"], Packed::Options),
-        None
-    );
-    assert_eq!(
-        Syntax::Numkeys.pack(&["MSETEX", "3", "k", "v", "NX"], Packed::Options),
-        None
-    );
-}
-
-#[test]
-fn a_packed_argument_never_holds_keys() {
-    // Not what the filter writes: pairs inside the packed argument.
-    let packed = packed::encode(Packed::Options, &["NX", "60", "k", "v"]);
-    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k2", b"v2"];
-    assert_eq!(
-        Syntax::Ttl.parse(&argv, NOW, Packed::Options),
-        Err(ParseError::Syntax)
-    );
-    // Nor without the time: the server read "60" as a key.
-    let packed = packed::encode(Packed::Options, &["NX"]);
-    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"60", b"k", b"v"];
-    assert_eq!(
-        Syntax::Ttl.parse(&argv, NOW, Packed::Options),
-        Err(ParseError::Syntax)
-    );
-}
-
-/// A hand-made packed argument whose numkeys reaches past the pairs (it read the options as a
-/// pair, and declared a key beyond the call: a crash) is refused.
-#[test]
-fn a_packed_numkeys_covers_exactly_the_pairs() {
-    let packed = packed::encode(Packed::Options, &["2", "EX", "100"]);
-    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
-    assert_eq!(
-        Syntax::Numkeys.parse(&argv, NOW, Packed::Options),
-        Err(ParseError::Syntax)
-    );
-    let packed = packed::encode(Packed::Options, &["1", "EX", "100"]);
-    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
-    assert_eq!(
-        Syntax::Numkeys
-            .parse(&argv, NOW, Packed::Options)
-            .unwrap()
-            .pairs,
-        2..4
-    );
-}
-
-/// Where the filter does not pack, the server read the keys from the call as sent: a packed
-/// argument is read as it is, and refused.
-#[test]
-fn a_packed_argument_is_plain_where_nothing_packs() {
-    let packed = packed::encode(Packed::Options, &["1", "EX", "100"]);
-    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
-    assert_eq!(
-        Syntax::Numkeys.parse(&argv, NOW, Packed::Plain),
-        Err(ParseError::InvalidNumkeys)
-    );
-    let packed = packed::encode(Packed::Options, &["NX", "60"]);
-    let argv: Vec<&[u8]> = vec![b"MSETEX", &packed, b"k", b"v"];
-    assert_eq!(
-        Syntax::Ttl.parse(&argv, NOW, Packed::Plain),
-        Err(ParseError::NotAnInteger)
-    );
 }
 
 // --- SYNTAX NUMKEYS ---------------------------------------------------------
@@ -699,73 +554,17 @@ fn model_ttl(argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
     Ok(request(time_index + 1..argv.len(), condition, expiry, ack))
 }
 
-/// A packed argument: a NUL byte, then `<length>:<bytes>` per argument.
-fn model_unpack(arg: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let text = arg.strip_prefix(b"\0")?;
-    let mut args = Vec::new();
-    let mut at = 0;
-    while at < text.len() {
-        let colon = at + text[at..].iter().position(|b| *b == b':')?;
-        let digits = std::str::from_utf8(&text[at..colon]).ok()?;
-        if digits.is_empty() || digits.len() > 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let len: usize = digits.parse().ok()?;
-        let end = colon + 1 + len;
-        args.push(text.get(colon + 1..end)?.to_vec());
-        at = end;
-    }
-    (!args.is_empty()).then_some(args)
-}
-
-/// The model of either syntax, packed calls included where they are read: a packed call reads
-/// as its original, whose pairs must be every argument after the packed one.
-fn model(
-    syntax: Syntax,
-    argv: &[Vec<u8>],
-    now: i64,
-    packed: Packed,
-) -> Result<Request, ParseError> {
-    let plain = |argv: &[Vec<u8>]| match syntax {
+/// The model of either syntax.
+fn model(syntax: Syntax, argv: &[Vec<u8>], now: i64) -> Result<Request, ParseError> {
+    match syntax {
         Syntax::Ttl => model_ttl(argv, now),
         Syntax::Numkeys => model_numkeys(argv, now),
-    };
-    let moved = argv
-        .get(1)
-        .and_then(|a| model_unpack(a))
-        .filter(|_| packed == Packed::Options);
-    let Some(moved) = moved else {
-        return plain(argv);
-    };
-    let (original, shift) = match syntax {
-        Syntax::Ttl => {
-            let mut original = vec![argv[0].clone()];
-            original.extend(moved.iter().cloned());
-            original.extend(argv[2..].iter().cloned());
-            (original, moved.len() as i64 - 1)
-        }
-        Syntax::Numkeys => {
-            let mut original = vec![argv[0].clone(), moved[0].clone()];
-            original.extend(argv[2..].iter().cloned());
-            original.extend(moved[1..].iter().cloned());
-            (original, 0)
-        }
-    };
-    let request = plain(&original)?;
-    let start = request.pairs.start as i64 - shift;
-    let end = request.pairs.end as i64 - shift;
-    if start != 2 || end != argv.len() as i64 {
-        return Err(ParseError::Syntax);
     }
-    Ok(Request {
-        pairs: start as usize..end as usize,
-        ..request
-    })
 }
 
 /// Arguments that mix random bytes, integer-looking text, real integers
 /// and option keywords in any case.
-fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..24),
         "[-+ 0-9]{0,22}".prop_map(String::into_bytes),
@@ -773,30 +572,18 @@ fn arg_strategy() -> impl Strategy<Value = Vec<u8>> {
         (1i64..=4_000_000_000_000).prop_map(|n| n.to_string().into_bytes()),
         (1i64..=4).prop_map(|n| n.to_string().into_bytes()),
         "(?i)(nx|xx|ex|px|exat|pxat|keepttl)".prop_map(String::into_bytes),
-        // Packed arguments, valid or not, as the command filter writes them
-        // and as a client could send them.
-        proptest::collection::vec(
-            prop_oneof![
-                "(?i)(nx|xx|ex|px|exat|pxat|keepttl|k)".prop_map(String::into_bytes),
-                (1i64..=4_000_000_000_000).prop_map(|n| n.to_string().into_bytes()),
-                (1i64..=4).prop_map(|n| n.to_string().into_bytes()),
-            ],
-            1..4
-        )
-        .prop_map(|args| packed::encode(Packed::Options, &args)),
-        "\\x00[0-9]{0,2}:?[a-z]{0,3}".prop_map(String::into_bytes),
     ]
 }
 
 /// Cases per property: 4096 in the test suite, more under `make fuzz`.
-fn cases() -> u32 {
+pub(crate) fn cases() -> u32 {
     std::env::var("MSETEX_FUZZ_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(4096)
 }
 
-fn views(argv: &[Vec<u8>]) -> Vec<&[u8]> {
+pub(crate) fn views(argv: &[Vec<u8>]) -> Vec<&[u8]> {
     argv.iter().map(Vec::as_slice).collect()
 }
 
@@ -821,9 +608,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        for packed in [Packed::Options, Packed::Plain] {
-            prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now, packed), model(Syntax::Ttl, &argv, now, packed));
-        }
+        prop_assert_eq!(Syntax::Ttl.parse(&views(&argv), now), model(Syntax::Ttl, &argv, now));
     }
 
     #[test]
@@ -833,55 +618,7 @@ proptest! {
     ) {
         let mut argv = vec![b"MSETEX".to_vec()];
         argv.extend(tail);
-        for packed in [Packed::Options, Packed::Plain] {
-            prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now, packed), model(Syntax::Numkeys, &argv, now, packed));
-        }
-    }
-
-    /// Packing the options, or everything but the keys (what the command
-    /// filter does where keys are read from key specifications only),
-    /// changes nothing the parser decides: the same reply or error, the
-    /// same pairs, now at 2, 4, ... to the end (or the keys at 2, 3, ...
-    /// and the values from the packed argument). A packed call too short
-    /// for the server's arity check is refused by the server with the same
-    /// `wrong number of arguments`; the original was an error too.
-    #[test]
-    fn packing_changes_nothing(
-        syntax in prop::sample::select(vec![Syntax::Ttl, Syntax::Numkeys]),
-        form in prop::sample::select(vec![Packed::Options, Packed::AllButKeys]),
-        tail in proptest::collection::vec(arg_strategy(), 0..10),
-        now in 0i64..=i64::MAX,
-    ) {
-        let mut argv = vec![b"MSETEX".to_vec()];
-        argv.extend(tail);
-        let original = syntax.parse(&views(&argv), now, form);
-        if let Some(packing) = syntax.pack(&views(&argv), form) {
-            let packed_argv = packed_call(&views(&argv), &packing);
-            let arity = if form == Packed::AllButKeys { 3 } else { 4 };
-            if packed_argv.len() < arity {
-                prop_assert!(original.is_err(), "{:?}", original);
-            } else {
-                let repacked = syntax.parse(&views(&packed_argv), now, form);
-                let pairs = |argv: &[Vec<u8>], r: &Request| argv[r.pairs.clone()].to_vec();
-                match (&original, &repacked) {
-                    (Ok(a), Ok(b)) => {
-                        prop_assert_eq!((a.condition, a.expiry, a.ack), (b.condition, b.expiry, b.ack));
-                        prop_assert_eq!(b.pairs.clone(), 2..packed_argv.len());
-                        let after = if form == Packed::AllButKeys {
-                            prop_assert_eq!(b.layout, Layout::KeysOnly);
-                            let view = views(&packed_argv);
-                            let values = syntax.packed_values(&view).unwrap();
-                            let keys = pairs(&packed_argv, b);
-                            keys.into_iter().zip(values).flat_map(|(k, v)| [k, v.to_vec()]).collect()
-                        } else {
-                            pairs(&packed_argv, b)
-                        };
-                        prop_assert_eq!(pairs(&argv, a), after);
-                    }
-                    _ => prop_assert_eq!(original, repacked),
-                }
-            }
-        }
+        prop_assert_eq!(Syntax::Numkeys.parse(&views(&argv), now), model(Syntax::Numkeys, &argv, now));
     }
 
     #[test]
@@ -941,7 +678,7 @@ const ANY_KEYS: KeyDocs = KeyDocs {
     },
     notes: None,
     legacy: (2, -1, 2),
-    movable: false,
+    ask_getkeys: false,
 };
 
 /// The docs must describe the grammar the parser accepts.

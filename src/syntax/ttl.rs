@@ -1,5 +1,5 @@
-//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`, its
-//! options packed into one argument and its COMMAND DOCS.
+//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`, and
+//! its COMMAND DOCS.
 
 use std::ffi::CStr;
 
@@ -8,7 +8,6 @@ use super::options::{
     expiry, parse_i64, Ack, Condition, Keyword, Layout, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{CONDITION, DATA};
-use super::packed::{self, Packed, Packing};
 use crate::docs::{one_of, plain, token, Arg, ArgKind};
 
 /// Options (at most one of each group, any order), then time, then at least one whole pair.
@@ -84,33 +83,6 @@ fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
         )
     };
     argv.iter().skip(1).take_while(|arg| is_option(arg)).count()
-}
-
-/// The leading options and the time packed into one argument (`Syntax::pack`), and for
-/// `AllButKeys` the values after them; `None` where nothing needs packing (no option), or nothing
-/// can (no time, or not whole pairs after it: refused wherever it runs).
-pub(super) fn pack<A: AsRef<[u8]>>(argv: &[A], form: Packed) -> Option<Packing> {
-    let count = leading_options(argv);
-    let head = argv.get(1..2 + count)?;
-    let pairs = 2 + count..argv.len();
-    let values = match form {
-        Packed::Plain => return None,
-        Packed::Options if count == 0 => return None,
-        Packed::Options => None,
-        Packed::AllButKeys if pairs.is_empty() || !pairs.len().is_multiple_of(2) => return None,
-        Packed::AllButKeys => Some(pairs),
-    };
-    let moved: Vec<&[u8]> = head
-        .iter()
-        .chain(packed::values(argv, values.clone()))
-        .map(AsRef::as_ref)
-        .collect();
-    Some(Packing {
-        arg: packed::encode(form, &moved),
-        leading: count + 1,
-        trailing: argv.len(),
-        values,
-    })
 }
 
 /// True when the call reads as the NUMKEYS form *with at least one option* (valid numkeys, that

@@ -277,6 +277,7 @@ const ENVIRONMENT: Environment = Environment {
     builtin_listed: None,
     keynum_step: None,
     acl: AclCheck::Categories,
+    key_specs: true,
 };
 
 fn profile(product: Product, version: (u32, u32, u32)) -> Profile {
@@ -769,7 +770,7 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
                     mode: Replicate::Set,
                     sent: sent.clone(),
                     counter: Some(CString::from(c"m.changes")),
-                    counts_at_end: profile.redis_6,
+                    counts_at_end: profile.verbatim_copies_call,
                 };
                 // One run without faults tells how many writes and replicates a call makes.
                 let (writes, attempts) = {

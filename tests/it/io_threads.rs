@@ -143,11 +143,12 @@ fn the_numkeys_form_declares_its_keys_exactly() {
     assert_eq!(err(&mut user, &outside), target().noperm_key());
 }
 
-/// The command filter's packed argument (`\0` then `<len>:<bytes>` per argument) as a client
-/// could write it by hand.
-fn packed(args: &[&str]) -> Vec<u8> {
+/// The command filter's packed argument (`\0` then `<len>:<bytes>` per argument, the first the
+/// count of those that stood before the pairs) as a client could write it by hand.
+fn packed(before: usize, args: &[&str]) -> Vec<u8> {
     let mut out = vec![0u8];
-    for arg in args {
+    let before = before.to_string();
+    for arg in std::iter::once(before.as_str()).chain(args.iter().copied()) {
         out.extend_from_slice(format!("{}:{arg}", arg.len()).as_bytes());
     }
     out
@@ -185,14 +186,14 @@ fn hand_made_packed_arguments_write_nothing_the_server_did_not_check() {
             q::<(), _>(&mut user, &["AUTH", "u", "pw"]);
             let crafted: Vec<Vec<u8>> = if syntax == "TTL" {
                 vec![
-                    packed(&["NX", "60", "{s}secret", "v"]),
-                    packed(&["PX", "60000"]),
+                    packed(4, &["NX", "60", "{s}secret", "v"]),
+                    packed(2, &["PX", "60000"]),
                 ]
             } else {
                 vec![
-                    packed(&["1"]),
-                    packed(&["1", "EX", "100"]),
-                    packed(&["2", "EX", "100"]),
+                    packed(1, &["1"]),
+                    packed(1, &["1", "EX", "100"]),
+                    packed(1, &["2", "EX", "100"]),
                 ]
             };
             for first in &crafted {

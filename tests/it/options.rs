@@ -441,9 +441,9 @@ fn a_call_the_command_refuses_declares_no_keys() {
     let text = err(&mut con, &call);
     assert!(text.contains("invalid expire time"), "{text}");
     // The getkeys callback parses the call, and declares no keys where it is refused; key specs
-    // (Redis 8.2+ outside cluster mode) declare its keys whatever its options, as SET's and the
+    // (Redis outside cluster mode) declare its keys whatever its time, as SET's and the
     // built-in's do: an ACL key pattern then refuses it before the command does, as it does SET.
-    let by_specs = target().keys_by_specs(1, false);
+    let by_specs = KeysRead::of(&mut con).by_specs();
     let getkeys = |con: &mut Connection, call: &[&str]| {
         let getkeys = [&["COMMAND", "GETKEYS"][..], call].concat();
         if by_specs {

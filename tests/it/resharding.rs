@@ -32,8 +32,9 @@ enum Writes {
     /// The TTL form: `name 3600 k v k v`, and with `options` in turn `name
     /// PXAT d k v k v` (packed by the module where keys come from key specs).
     Ttl { options: bool },
-    /// The NUMKEYS form: `name 2 k v k v PXAT d`.
-    Numkeys,
+    /// The NUMKEYS form: `name 2 k v k v PXAT d`, or without `options`
+    /// `name 2 k v k v` (no TTL).
+    Numkeys { options: bool },
     /// The oracle: `SET k v PXAT d`, one key per call.
     Set,
 }
@@ -90,16 +91,17 @@ fn writer(
                 Writes::Ttl { options } => !options || i % 2 == 0,
                 _ => false,
             };
+            let persist = writes == Writes::Numkeys { options: false };
             match writes {
                 Writes::Ttl { .. } if relative => args.extend([name.as_str(), "3600"]),
                 Writes::Ttl { .. } => args.extend([name.as_str(), "PXAT", &at_text]),
-                Writes::Numkeys => args.extend([name.as_str(), "2"]),
+                Writes::Numkeys { .. } => args.extend([name.as_str(), "2"]),
                 Writes::Set => args.push("SET"),
             }
             for (key, value) in &pairs {
                 args.extend([key.as_str(), value.as_str()]);
             }
-            if !matches!(writes, Writes::Ttl { .. }) {
+            if !matches!(writes, Writes::Ttl { .. }) && !persist {
                 args.extend(["PXAT", &at_text]);
             }
             let reply: redis::RedisResult<Value> = raw_command(&args).query(&mut con);
@@ -110,7 +112,9 @@ fn writer(
                     // A relative TTL runs from the server's clock for the
                     // command, which may read a millisecond or two apart
                     // from this process's (Valkey's cached clock).
-                    deadline: if relative {
+                    deadline: if persist {
+                        (-1, -1)
+                    } else if relative {
                         (
                             sent_ms + 3_600_000 - CLOCK_SLACK_MS,
                             acked_ms + 3_600_000 + CLOCK_SLACK_MS,
@@ -244,40 +248,32 @@ fn module_configs(mode: Replicate) -> Vec<(String, ServerConfig, Writes, String)
     let mut list = Vec::new();
     for io_threads in [1, 4] {
         let threads = format!("io-threads {io_threads}");
-        // Options where the server can route them (see the test below).
-        let options = !target().routes_by_keys_read_before_filters(io_threads);
+        // With options where the server can route them (see the test below).
         list.push((
             format!("TTL form, REPLICATE {}, {threads}", mode.arg()),
             ServerConfig::default().replicate(mode).line(&threads),
-            Writes::Ttl { options },
+            Writes::Ttl { options: true },
             target().command_name().to_owned(),
         ));
-        // The NUMKEYS form: its keynum spec or the getkeys callback, or
-        // where neither describes it, the command filter moves everything
-        // but the keys in front of them (Valkey, which routes a module
-        // command by its legacy key range). Where the server routes by keys
-        // read before any module and reads the keynum spec without its step
-        // (redis-keystep), calls with options are refused: nothing to move.
-        let step = reads_keynum_step();
-        if !target().routes_by_keys_read_before_filters(io_threads) || step == Some(true) {
-            list.push((
-                format!("NUMKEYS form, REPLICATE {}, {threads}", mode.arg()),
-                ServerConfig::numkeys().replicate(mode).line(&threads),
-                Writes::Numkeys,
-                target().numkeys_name().to_owned(),
-            ));
-        }
+        // The NUMKEYS form: its keynum spec, the getkeys callback, or the command filter moving
+        // everything but the keys in front of them (Valkey, which routes a module command by its
+        // legacy key range).
+        list.push((
+            format!("NUMKEYS form, REPLICATE {}, {threads}", mode.arg()),
+            ServerConfig::numkeys().replicate(mode).line(&threads),
+            Writes::Numkeys { options: true },
+            target().numkeys_name().to_owned(),
+        ));
         // docs/OPERATIONS.md, *Servers with their own MSETEX*: the built-in renamed away, the
-        // module beside it under its own name (it does not load with io-threads where the server
-        // reads the keynum spec without its step: tests/it/key_reading.rs).
-        if target().has_builtin_msetex() && (io_threads == 1 || step == Some(true)) {
+        // module beside it under its own name.
+        if target().has_builtin_msetex() {
             list.push((
                 format!(
                     "NUMKEYS form, the built-in renamed away, REPLICATE {}, {threads}",
                     mode.arg()
                 ),
                 builtin_renamed_away().replicate(mode).line(&threads),
-                Writes::Numkeys,
+                Writes::Numkeys { options: true },
                 target().numkeys_name().to_owned(),
             ));
         }
@@ -336,74 +332,39 @@ fn atomic_slot_migration_loses_no_set_either() {
 }
 
 #[test]
-fn ttl_options_are_routed_by_their_real_keys_or_refused() {
+fn ttl_options_are_routed_by_their_real_keys() {
     // The key `{m}a` is in slot 15627 (second node); a key specification
     // read as it stands would take the deadline 1900000000002 (slot 8119,
     // first node) for a key: a redirection there would follow a misread
-    // key. Where keys come from key specifications only, the module packs
-    // the options before the server reads the keys; where the server routes
-    // by keys read before any filter (Redis 8.2+ with io-threads), it
-    // refuses the call: never redirected by a misread key.
+    // key. Where keys come from key specifications only, the module's
+    // command filter marks the keys before the server reads them (Redis
+    // 8.2+ with io-threads reads none from the call as sent, then routes by
+    // the marked ones), or moves the rest in front of them (Valkey).
     for io_threads in [1, 4] {
         let threads = format!("io-threads {io_threads}");
         let [first, second] = two_node_cluster(ServerConfig::default().line(&threads));
-        let name = target().command_name();
         let call = ["MSETEX", "PXAT", "1900000000002", "{m}a", "1900000000002"];
         let (mut on_first, mut on_second) = (first.client(), second.client());
-        if target().routes_by_keys_read_before_filters(io_threads) {
-            // The command filter refuses it before the server checks
-            // permissions or routes anything: no internal command name in
-            // a NOPERM or the ACL log, even for a user granted only the
-            // command by name.
-            let refused = format!(
-                "ERR unknown command '{name}: options cannot be routed in cluster mode with \
-                 io-threads > 1; send the call without options'"
-            );
-            assert_eq!(err(&mut on_first, &call), refused, "{threads}");
-            assert_eq!(err(&mut on_second, &call), refused, "{threads}");
-            q::<(), _>(
-                &mut on_second,
-                &[
-                    "ACL",
-                    "SETUSER",
-                    "named",
-                    "on",
-                    ">pw",
-                    "~*",
-                    "-@all",
-                    &format!("+{name}"),
-                ],
-            );
-            let mut named = second.client();
-            q::<(), _>(&mut named, &["AUTH", "named", "pw"]);
-            assert_eq!(err(&mut named, &call), refused, "{threads}");
-            let log = format!("{:?}", exec(&mut on_second, &["ACL", "LOG"]).unwrap());
-            assert!(!log.contains(&format!("{name}.")), "{log}");
-            // The plain form is routed as ever.
-            let moved = err(&mut on_first, &["MSETEX", "60", "{m}a", "1"]);
-            assert!(moved.starts_with("MOVED 15627 "), "{threads}: {moved}");
-        } else {
-            let moved = err(&mut on_first, &call);
-            assert_eq!(
-                moved,
-                format!("MOVED 15627 127.0.0.1:{}", second.port()),
-                "{threads}"
-            );
-            assert_eq!(
-                exec(&mut on_second, &call).unwrap(),
-                Value::Okay,
-                "{threads}"
-            );
-            assert_eq!(deadline_of(&mut on_second, "{m}a").0, 1_900_000_000_002);
-            let crossslot = err(
-                &mut on_second,
-                &["MSETEX", "NX", "PX", "5000", "{m}b", "1", "{x}c", "2"],
-            );
-            assert_eq!(
-                crossslot,
-                "CROSSSLOT Keys in request don't hash to the same slot"
-            );
-        }
+        let moved = err(&mut on_first, &call);
+        assert_eq!(
+            moved,
+            format!("MOVED 15627 127.0.0.1:{}", second.port()),
+            "{threads}"
+        );
+        assert_eq!(
+            exec(&mut on_second, &call).unwrap(),
+            Value::Okay,
+            "{threads}"
+        );
+        assert_eq!(deadline_of(&mut on_second, "{m}a").0, 1_900_000_000_002);
+        let crossslot = err(
+            &mut on_second,
+            &["MSETEX", "NX", "PX", "5000", "{m}b", "1", "{x}c", "2"],
+        );
+        assert_eq!(
+            crossslot,
+            "CROSSSLOT Keys in request don't hash to the same slot"
+        );
         for node in [&first, &second] {
             assert_eq!(
                 q::<i64, _>(&mut node.client(), &["CLUSTER", "COUNTKEYSINSLOT", "8119"]),

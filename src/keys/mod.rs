@@ -1,0 +1,288 @@
+//! Where a call's keys are, and how the server learns them (DESIGN.md, "Where the keys are"), in
+//! one place: the decision at load from what the server answered ([`Reading`]), the command's
+//! registration (flags, arity, key specs), the command filter's rewrite and the load's check
+//! (`rewrite.rs`), and per call: the call as the server passed it, and the getkeys callback.
+
+use std::ffi::CStr;
+
+use crate::docs::{pairs_from_2, KeyDocs, KeySpec};
+use crate::ffi::{Arg, Ctx, KeyPositions, OwnedString};
+use crate::outcome::Refusal;
+use crate::server::{KeynumStep, Profile, Routing};
+use crate::syntax::{Layout, Request, Syntax, ARITY};
+
+mod rewrite;
+
+/// The keyword after which the keys of a call the command filter marked are (`Reading::Marked`).
+/// No option, time or numkeys is; a call with it among its arguments is refused where the server
+/// reads keys before the filter (`rewrite.rs`).
+pub const MARK: &CStr = c"\x01keys\x01";
+
+/// The built-in's keynum spec, where the server said it reads its step.
+const KEYNUM_COMPLETE: KeySpec = KeySpec::Keynum {
+    index: 1,
+    step: 2,
+    incomplete: false,
+};
+
+/// How the server reads a call's keys, decided once per load ([`Keys::new`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// The server asks the module (`getkeys-api`): exact for every call. Where the server never
+    /// asks from an I/O thread and key specs cannot do as well: in cluster mode (the callback
+    /// routes), without key specs (Redis 6.2), on Valkey outside cluster mode (its scripts skip
+    /// command filters).
+    Callback,
+    /// The NUMKEYS form's keynum spec, which the server said it reads with its step: every call as
+    /// sent; no filter.
+    Keynum,
+    /// The command filter marks every call: `<name> MARK key value ... <the rest packed>`, and a
+    /// key spec finds the keys after the mark (a call without it has no keys: the command refuses
+    /// it, and a call the command refuses is rewritten without it, so the command gives its error
+    /// as outside cluster mode). Redis: its filters see every call, scripts' too, and before it
+    /// routes, Redis 8.2+ reads keys only from the call as sent, where no mark is yet.
+    Marked,
+    /// Keys from 2 to the end, the filter moving every other argument (options, values) into
+    /// argument 1: Valkey routes a module command by its legacy key range, read on I/O threads
+    /// in cluster mode. A call the command refuses becomes `<name> <refused>`.
+    KeysOnly,
+}
+
+impl Reading {
+    /// The one decision: from the server's answers and what its version says it does.
+    fn decide(syntax: Syntax, profile: &Profile) -> Reading {
+        let keynum = syntax == Syntax::Numkeys && profile.keynum_step == KeynumStep::Read;
+        if !profile.key_specs {
+            return Reading::Callback;
+        }
+        if profile.cluster {
+            return match (profile.keys_on_io_threads, profile.routing) {
+                (false, _) => Reading::Callback,
+                (true, Routing::LegacyRangeAfterFilters) => Reading::KeysOnly,
+                (true, Routing::KeysReadBeforeFilters) if keynum => Reading::Keynum,
+                (true, Routing::KeysReadBeforeFilters) => Reading::Marked,
+            };
+        }
+        if keynum {
+            Reading::Keynum
+        } else if profile.filters_see_script_calls || profile.keys_on_io_threads {
+            Reading::Marked
+        } else {
+            Reading::Callback
+        }
+    }
+
+    /// `INFO msetex`'s `keys` field.
+    pub fn label(self) -> &'static CStr {
+        match self {
+            Reading::Callback => c"callback",
+            Reading::Keynum => c"keynum_spec",
+            Reading::Marked => c"marked",
+            Reading::KeysOnly => c"keys_only",
+        }
+    }
+}
+
+/// How this deployment's calls get their keys to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keys {
+    pub syntax: Syntax,
+    pub reading: Reading,
+    /// The server's answer about the keynum step (the NUMKEYS spec is complete only on `Read`).
+    pub step: KeynumStep,
+    /// Cluster mode: where the server routes by keys read before the filter, a call that holds
+    /// the mark is refused.
+    pub cluster: bool,
+}
+
+impl Keys {
+    pub fn new(syntax: Syntax, profile: &Profile) -> Keys {
+        Keys {
+            syntax,
+            reading: Reading::decide(syntax, profile),
+            step: profile.keynum_step,
+            cluster: profile.cluster,
+        }
+    }
+
+    /// Whether the command filter rewrites every call of this deployment.
+    pub fn rewrites(&self) -> bool {
+        matches!(self.reading, Reading::Marked | Reading::KeysOnly)
+    }
+
+    /// Whether the command filter rewrites calls of this deployment (the load needs it): every
+    /// call, or where the server reads the NUMKEYS form's keynum spec, only calls the command
+    /// refuses (whose keys would route them: CROSSSLOT where the command's own error is due).
+    pub fn filters(&self) -> bool {
+        self.rewrites() || self.docs().spec == KEYNUM_COMPLETE
+    }
+
+    /// The flags MSETEX registers with: a getkeys callback only where the server may call it.
+    pub fn flags(&self) -> &'static CStr {
+        match self.reading {
+            Reading::Callback => c"write deny-oom getkeys-api",
+            _ => c"write deny-oom",
+        }
+    }
+
+    /// The least argument count the server lets through (negative: at least): the form's, but
+    /// where the legacy key range routes (`KeysOnly`), whose call refused by the filter must be
+    /// `<name> <refused>` to have no keys.
+    pub fn arity(&self) -> i32 {
+        match self.reading {
+            Reading::KeysOnly => -2,
+            _ => ARITY,
+        }
+    }
+
+    /// MSETEX's key specification, as COMMAND INFO shows it: each call as a client sends it, or,
+    /// where the first spec describes the call after the filter, a second one that is not a key
+    /// and is incomplete, so that clients ask COMMAND GETKEYS (which the filter rewrites too).
+    pub fn docs(&self) -> KeyDocs {
+        let keynum = |incomplete| KeyDocs {
+            spec: KeySpec::Keynum {
+                index: 1,
+                step: 2,
+                incomplete,
+            },
+            notes: None,
+            legacy: (0, 0, 0),
+            ask_getkeys: false,
+        };
+        match (self.reading, self.syntax) {
+            (Reading::Callback, Syntax::Ttl) => {
+                pairs_from_2(true, false, c"Keys follow the options and the time.")
+            }
+            (Reading::Callback, Syntax::Numkeys) => keynum(self.step != KeynumStep::Read),
+            (Reading::Keynum, _) => keynum(false),
+            (Reading::Marked, _) => KeyDocs {
+                spec: KeySpec::AfterKeyword {
+                    keyword: MARK,
+                    last: -2,
+                    step: 2,
+                },
+                notes: Some(
+                    c"Keys after the mark the module's command filter puts in argument 1, the \
+                      rest of the call packed into the last; for a call as sent, ask COMMAND \
+                      GETKEYS.",
+                ),
+                legacy: (0, 0, 0),
+                ask_getkeys: true,
+            },
+            (Reading::KeysOnly, _) => KeyDocs {
+                spec: KeySpec::Range {
+                    first: 2,
+                    last: -1,
+                    step: 1,
+                    incomplete: false,
+                },
+                notes: Some(
+                    c"Keys from 2 once the module's command filter moved every other argument \
+                      into argument 1; for a call as sent, ask COMMAND GETKEYS.",
+                ),
+                legacy: (2, -1, 1),
+                ask_getkeys: true,
+            },
+        }
+    }
+
+    /// The load's line on how the server learns a call's keys, and why (`io_threads_assumed`:
+    /// io-threads could not be read, and taken as above 1 decided it).
+    pub fn load_note(&self, io_threads_assumed: bool) -> String {
+        let how = match self.reading {
+            Reading::Callback => {
+                "the server asks this module for each call's keys (getkeys callback)"
+            }
+            Reading::Keynum => {
+                "the server reads them from the keynum key specification, with its step, as it \
+                 said (COMMAND GETKEYS); no command filter rewrites a call"
+            }
+            Reading::Marked => {
+                "the server reads them from a key specification, after this module's command \
+                 filter put a mark before the keys and packed the rest of the call into one \
+                 argument (MONITOR and SLOWLOG show that form); COMMAND INFO tells clients to ask \
+                 COMMAND GETKEYS"
+            }
+            Reading::KeysOnly => {
+                "Valkey reads them on I/O threads from the legacy key range: this module's \
+                 command filter moves every argument but the keys into one argument (MONITOR and \
+                 SLOWLOG show that form); COMMAND INFO tells clients to ask COMMAND GETKEYS"
+            }
+        };
+        let threads = if io_threads_assumed {
+            " (io-threads could not be read, CONFIG renamed?, so taken as above 1)"
+        } else {
+            ""
+        };
+        let step = match (self.syntax, self.step) {
+            (Syntax::Ttl, _) | (_, KeynumStep::Read) => "",
+            (Syntax::Numkeys, KeynumStep::NotRead) => {
+                "; the keynum specification is not used as complete: COMMAND GETKEYS of this \
+                 server's MSETEX read only the first half of its keys (redis/redis#14657)"
+            }
+            (Syntax::Numkeys, KeynumStep::NotAsked) => {
+                "; the keynum specification is not used as complete: no built-in MSETEX could be \
+                 asked whether the server reads its step (none, or MSETEX or COMMAND renamed away)"
+            }
+        };
+        format!("keys: {how}{threads}{step}")
+    }
+
+    /// Validates a call as the server passes it (as the filter rewrote it, if it did). Unless
+    /// `trusted` (the replication stream, the AOF), its keys must be where the server read them:
+    /// where the filter rewrites, a call that reached the command as sent (a script's on Valkey)
+    /// had its keys read from the specification of a rewritten one, and is refused.
+    pub fn read<A: AsRef<[u8]>>(
+        &self,
+        argv: &[A],
+        now_ms: i64,
+        trusted: bool,
+    ) -> Result<Request, Refusal> {
+        let rewritten = self
+            .filters()
+            .then(|| rewrite::unpack(argv, self.reading))
+            .flatten();
+        let request = match rewritten {
+            Some(rewrite::Unpacked::Refused(call)) => {
+                let error = self.syntax.parse(&call, now_ms).err();
+                return Err(error.map_or(Refusal::Marked, Refusal::Parse));
+            }
+            Some(rewrite::Unpacked::Moved(call)) => return Ok(call.parse(self.syntax, now_ms)?),
+            None => self.syntax.parse(argv, now_ms)?,
+        };
+        if trusted || !self.rewrites() {
+            Ok(request)
+        } else {
+            Err(Refusal::Undeclared)
+        }
+    }
+
+    /// The call's values where the filter moved them (`Layout::KeysOnly`), made string objects
+    /// for the write; none where they are arguments. `None` if one cannot be made.
+    pub fn values<'c>(
+        &self,
+        ctx: &Ctx<'c>,
+        argv: &[Arg<'c>],
+        request: &Request,
+    ) -> Option<Vec<OwnedString>> {
+        if request.layout != Layout::KeysOnly {
+            return Some(Vec::new());
+        }
+        let values = rewrite::moved_values(argv)?;
+        values.iter().map(|value| ctx.string(value)).collect()
+    }
+
+    /// Answers the server's "where are the keys" call. A call the command refuses declares no
+    /// keys (no CROSSSLOT or key pattern error before its own refusal): it is parsed as the
+    /// command parses it, with the server's clock (a relative TTL must not overflow it).
+    pub fn declare<A: AsRef<[u8]>>(&self, positions: &KeyPositions, args: &[A]) {
+        if let Ok(request) = self.syntax.parse(args, positions.now_ms()) {
+            for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {
+                positions.key_at(index);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

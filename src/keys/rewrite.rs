@@ -1,0 +1,345 @@
+//! The command filter's rewrite of a call (and of `COMMAND GETKEYS` / `ACL DRYRUN` about one), the
+//! argument it packs, and the load's check that the server then reads exactly the call's keys.
+//!
+//! A packed argument: a mark byte, then each argument it holds as `<length>:<bytes>`. Mark 0: the
+//! arguments of a marked call that are not pairs (the time or numkeys and the options), the first
+//! item saying how many of them stood before the pairs; mark 1: the same, then the values, for a
+//! call rewritten to its keys; mark 2: a call the command refuses, every argument after its name.
+//! No option, time or numkeys starts with one of these bytes, so the filter refuses a client's
+//! call that does, and the command reads only what the filter wrote.
+
+use std::ops::Range;
+
+use super::{Keys, Reading, MARK};
+use crate::docs::KeySpec;
+use crate::ffi::ArgsChange;
+use crate::outcome;
+use crate::syntax::{Layout, ParseError, Request, Syntax};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Options = 0,
+    KeysOnly = 1,
+    Refused = 2,
+}
+
+impl Keys {
+    /// Whether the filter may rewrite command `name` (it runs before every command: a few
+    /// comparisons): MSETEX where the filter rewrites, COMMAND GETKEYS and ACL DRYRUN about it.
+    pub fn filter_wants(&self, ours: &str, name: &[u8]) -> bool {
+        let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+        let filters = self.filters();
+        (filters && (is(ours.as_bytes()) || is(b"ACL")))
+            || ((filters || self.syntax == Syntax::Ttl) && is(b"COMMAND"))
+    }
+
+    /// Rewrites a command naming MSETEX (`ours`) so that the key specification finds exactly its
+    /// keys, in one pass (arguments replaced in place, dropped or added at the end): marks them
+    /// (`Reading::Marked`) or moves everything else into argument 1 (`Reading::KeysOnly`), and
+    /// replaces a call the command refuses with `<name> <refused>` (padded to the arity), which has
+    /// no keys: the command then gives its error, as outside cluster mode, and no ACL key pattern
+    /// or slot check sees its values. A call shorter than the arity is left to the server.
+    /// `COMMAND GETKEYS` of a typed client's numkeys call gets the TTL form's refusal as the name
+    /// of an unknown command (a cluster client shows it).
+    pub fn rewrite<A: AsRef<[u8]>>(&self, ours: &str, args: &[A]) -> Vec<ArgsChange> {
+        let Some((at, routed)) = locate(ours, args) else {
+            return Vec::new();
+        };
+        let call = args.get(at..).unwrap_or_default();
+        let parsed = self.syntax.parse(call, 0);
+        if !routed && parsed == Err(ParseError::NumkeysShape) {
+            let text = outcome::numkeys_shape_hint(ours);
+            return vec![ArgsChange {
+                at: 0,
+                replaced: args.len(),
+                with: vec![text.into_bytes()],
+            }];
+        }
+        let arity = self.arity().unsigned_abs() as usize;
+        if !self.filters() || call.len() < arity {
+            return Vec::new();
+        }
+        let after_name = call.get(1..).unwrap_or_default();
+        let refused = || {
+            let mut with = vec![encode(Mark::Refused, None, after_name)];
+            with.resize(arity - 1, Vec::new());
+            vec![ArgsChange {
+                at: at + 1,
+                replaced: after_name.len(),
+                with,
+            }]
+        };
+        let Ok(Request { pairs, .. }) = parsed else {
+            return refused();
+        };
+        if !self.rewrites() {
+            return Vec::new();
+        }
+        // Where the server routes by keys it read before this filter, from the spec, a mark the
+        // client sent would have started them.
+        let marked = |arg: &A| {
+            let arg = arg.as_ref();
+            let arg = arg.split(|b| *b == 0).next().unwrap_or_default();
+            arg.eq_ignore_ascii_case(MARK.to_bytes())
+        };
+        if self.reading == Reading::Marked && self.cluster && call.iter().any(marked) {
+            return refused();
+        }
+        let before = pairs.start.saturating_sub(1);
+        let head = call.get(1..pairs.start).unwrap_or_default();
+        let tail = call.get(pairs.end..).unwrap_or_default();
+        let in_pairs = call.get(pairs.clone()).unwrap_or_default();
+        let moved = head.iter().chain(tail).map(AsRef::as_ref);
+        if self.reading == Reading::KeysOnly {
+            let values = in_pairs.iter().skip(1).step_by(2).map(AsRef::as_ref);
+            let moved: Vec<&[u8]> = moved.chain(values).collect();
+            let keys = in_pairs.iter().step_by(2).map(|key| key.as_ref().to_vec());
+            let packed = encode(Mark::KeysOnly, Some(before), &moved);
+            return vec![ArgsChange {
+                at: at + 1,
+                replaced: after_name.len(),
+                with: std::iter::once(packed).chain(keys).collect(),
+            }];
+        }
+        let moved: Vec<&[u8]> = moved.collect();
+        vec![
+            ArgsChange {
+                at: at + pairs.end,
+                replaced: tail.len(),
+                with: vec![encode(Mark::Options, Some(before), &moved)],
+            },
+            ArgsChange {
+                at: at + 1,
+                replaced: before,
+                with: vec![MARK.to_bytes().to_vec()],
+            },
+        ]
+    }
+
+    /// The load's last check, once MSETEX is registered, wherever the server reads its keys from
+    /// a key specification: asks the server (`getkeys`: `COMMAND GETKEYS`) which keys it reads from
+    /// a call with options, rewritten as the filter rewrites a client's.
+    /// Anything but exactly the call's keys refuses the load (the error is the log line). A
+    /// server that cannot be asked (COMMAND renamed away) refuses it where the keynum spec is
+    /// taken as complete; the other specs are read as the server reads its own commands'.
+    pub fn check(
+        &self,
+        ours: &str,
+        getkeys: impl FnOnce(&[&[u8]]) -> Option<Vec<Vec<u8>>>,
+    ) -> Result<(), String> {
+        let keynum = matches!(
+            self.docs().spec,
+            KeySpec::Keynum {
+                incomplete: false,
+                ..
+            }
+        );
+        if self.reading == Reading::Callback && !keynum {
+            return Ok(());
+        }
+        let [a, b] = PROBE_KEYS;
+        let options: &[&[u8]] = &[b"NX", b"PX", b"100000"];
+        let name = ours.as_bytes();
+        let call: Vec<&[u8]> = match self.syntax {
+            Syntax::Ttl => [&[name][..], options, &[a, b"1", b, b"2"]].concat(),
+            Syntax::Numkeys => [&[name, b"2", a, b"1", b, b"2"][..], options].concat(),
+        };
+        let mut command: Vec<Vec<u8>> = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call]
+            .concat()
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        for change in self.rewrite(ours, &command) {
+            change.apply(&mut command);
+        }
+        let asked: Vec<&[u8]> = command.iter().skip(2).map(Vec::as_slice).collect();
+        let shown = |words: &[&[u8]]| {
+            let words: Vec<String> = words
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words.join(" ")
+        };
+        match getkeys(&asked) {
+            Some(keys) if keys == PROBE_KEYS => Ok(()),
+            None if !keynum => Ok(()),
+            None => Err(format!(
+                "COMMAND GETKEYS could not confirm that the server reads the keynum key \
+                 specification of '{}' with its step, so ACL key patterns and cluster slots \
+                 might not see every key: MSETEX does not load here (restore COMMAND's name)",
+                shown(&call)
+            )),
+            Some(keys) => {
+                let read: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                Err(format!(
+                    "the server reads the keys of '{}' as [{}], not [{}] (its key \
+                     specifications do not say where this call's keys are), so ACL key patterns \
+                     and cluster slots would not see every key: MSETEX does not load here",
+                    shown(&call),
+                    shown(&read),
+                    shown(&PROBE_KEYS)
+                ))
+            }
+        }
+    }
+}
+
+/// The keys of the call [`Keys::check`] asks about.
+const PROBE_KEYS: [&[u8]; 2] = [b"{msetex}a", b"{msetex}b"];
+
+/// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
+/// the server routes it (only the call itself).
+fn locate<A: AsRef<[u8]>>(ours: &str, args: &[A]) -> Option<(usize, bool)> {
+    let is = |arg: &A, word: &[u8]| arg.as_ref().eq_ignore_ascii_case(word);
+    let is_ours = |arg: &A| is(arg, ours.as_bytes());
+    match args {
+        [first, ..] if is_ours(first) => Some((0, true)),
+        [command, sub, name, ..]
+            if is(command, b"COMMAND")
+                && (is(sub, b"GETKEYS") || is(sub, b"GETKEYSANDFLAGS"))
+                && is_ours(name) =>
+        {
+            Some((2, false))
+        }
+        [acl, sub, _user, name, ..] if is(acl, b"ACL") && is(sub, b"DRYRUN") && is_ours(name) => {
+            Some((3, false))
+        }
+        _ => None,
+    }
+}
+
+/// The packed argument of `mark`: `before` (how many moved arguments stood before the pairs),
+/// then `args`.
+fn encode<A: AsRef<[u8]>>(mark: Mark, before: Option<usize>, args: &[A]) -> Vec<u8> {
+    let size = args.iter().map(|a| a.as_ref().len() + 8).sum::<usize>();
+    let mut packed = Vec::with_capacity(16 + size);
+    packed.push(mark as u8);
+    let mut item = |arg: &[u8]| {
+        packed.extend_from_slice(arg.len().to_string().as_bytes());
+        packed.push(b':');
+        packed.extend_from_slice(arg);
+    };
+    if let Some(before) = before {
+        item(before.to_string().as_bytes());
+    }
+    for arg in args {
+        item(arg.as_ref());
+    }
+    packed
+}
+
+/// The mark and the arguments packed into `arg`, if it is a packed argument.
+fn decode(arg: &[u8]) -> Option<(Mark, Vec<&[u8]>)> {
+    let (mark, mut rest) = arg.split_first()?;
+    let mark = [Mark::Options, Mark::KeysOnly, Mark::Refused]
+        .into_iter()
+        .find(|m| *m as u8 == *mark)?;
+    let mut args = Vec::new();
+    while !rest.is_empty() {
+        let colon = rest.iter().position(|b| *b == b':')?;
+        let digits = rest.get(..colon)?;
+        if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let len: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
+        let end = colon.checked_add(1)?.checked_add(len)?;
+        args.push(rest.get(colon + 1..end)?);
+        rest = rest.get(end..)?;
+    }
+    Some((mark, args))
+}
+
+/// A call the filter rewrote, as the command reads it.
+pub(super) enum Unpacked<'a> {
+    /// A call the filter refused: the original call.
+    Refused(Vec<&'a [u8]>),
+    /// The original call, and where its pairs must be for the keys to be where the server read
+    /// them.
+    Moved(Moved<'a>),
+}
+
+pub(super) struct Moved<'a> {
+    original: Vec<&'a [u8]>,
+    /// The pairs in `original`, and where they are in the rewritten call.
+    pairs: Range<usize>,
+    rewritten: Range<usize>,
+    layout: Layout,
+}
+
+impl Moved<'_> {
+    /// The original's request, with the pairs where they are in the rewritten call (`Syntax`
+    /// error where they are not: a hand-made packed argument that holds keys).
+    pub(super) fn parse(&self, syntax: Syntax, now_ms: i64) -> Result<Request, ParseError> {
+        let request = syntax.parse(&self.original, now_ms)?;
+        if request.pairs != self.pairs {
+            return Err(ParseError::Syntax);
+        }
+        Ok(Request {
+            pairs: self.rewritten.clone(),
+            layout: self.layout,
+            ..request
+        })
+    }
+}
+
+/// `argv` as the filter rewrote it for `reading`, if it did.
+pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unpacked<'_>> {
+    let name = argv.first()?.as_ref();
+    let first = argv.get(1)?.as_ref();
+    if let Some((Mark::Refused, call)) = decode(first) {
+        return Some(Unpacked::Refused(
+            std::iter::once(name).chain(call).collect(),
+        ));
+    }
+    let args: Vec<&[u8]> = argv.iter().map(AsRef::as_ref).collect();
+    let (mark, last, after) = match reading {
+        Reading::Marked if first == MARK.to_bytes() => {
+            let (last, pairs) = args.get(2..)?.split_last()?;
+            (Mark::Options, *last, pairs)
+        }
+        Reading::KeysOnly => (Mark::KeysOnly, first, args.get(2..)?),
+        _ => return None,
+    };
+    let (found, moved) = decode(last)?;
+    let (before, moved) = moved.split_first().filter(|_| found == mark)?;
+    let before: usize = std::str::from_utf8(before).ok()?.parse().ok()?;
+    let (head, rest) = (moved.get(..before)?, moved.get(before..)?);
+    let (tail, values) = match mark {
+        Mark::KeysOnly => rest.split_at(rest.len().checked_sub(after.len())?),
+        _ => (rest, &[][..]),
+    };
+    let pairs: Vec<&[u8]> = match mark {
+        Mark::KeysOnly => after
+            .iter()
+            .zip(values)
+            .flat_map(|(key, value)| [*key, *value])
+            .collect(),
+        _ => after.to_vec(),
+    };
+    let start = 1 + head.len();
+    let moved = Moved {
+        pairs: start..start + pairs.len(),
+        rewritten: 2..2 + after.len(),
+        layout: match mark {
+            Mark::KeysOnly => Layout::KeysOnly,
+            _ => Layout::Pairs,
+        },
+        original: std::iter::once(name)
+            .chain(head.iter().copied())
+            .chain(pairs)
+            .chain(tail.iter().copied())
+            .collect(),
+    };
+    Some(Unpacked::Moved(moved))
+}
+
+/// The values of a call the filter rewrote to its keys only, in the order of its keys (argv[2..]).
+pub(super) fn moved_values<A: AsRef<[u8]>>(argv: &[A]) -> Option<Vec<&[u8]>> {
+    let (Mark::KeysOnly, moved) = decode(argv.get(1)?.as_ref())? else {
+        return None;
+    };
+    let keys = argv.len().checked_sub(2)?;
+    moved
+        .get(moved.len().checked_sub(keys)?..)
+        .map(<[&[u8]]>::to_vec)
+}

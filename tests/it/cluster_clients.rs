@@ -182,7 +182,7 @@ const MATRIX_SERVERS: [&str; 3] = [
     "redis-8.6.3/redis-server",
 ];
 
-/// Whether this run covers the whole matrix (see the module's doc), and why.
+/// Whether this run covers the whole matrix (see the module's doc).
 fn whole_matrix() -> bool {
     match std::env::var("MSETEX_CLUSTER_CLIENTS").as_deref() {
         Ok("all") => true,
@@ -207,10 +207,13 @@ fn rows() -> (Vec<Row>, Vec<String>) {
             }
         }
     }
+    // The server under test, unless it is one of the matrix's binaries.
+    let canonical = |binary: &str| std::fs::canonicalize(binary).ok();
     let current = target();
+    let here = canonical(&current.binary);
     if !rows
         .iter()
-        .any(|row| row.server.version == current.version && row.server.product == current.product)
+        .any(|row| here.is_some() && canonical(&row.server.binary) == here)
     {
         rows.extend(rows_of(current));
     }
@@ -410,9 +413,16 @@ enum Does {
 /// `refuses`, a call with options gets the module's refusal. Each call's TTL differs from
 /// every other's by far more than the checks' slack, so every key shows which call set it.
 fn plan(form: Form, name: &str, owners: &[SlotOwner], prefix: &str, refuses: bool) -> Vec<Call> {
-    let mut ports: Vec<u16> = owners.iter().map(|o| o.port).collect();
-    ports.sort_unstable();
-    ports.dedup();
+    // The primaries in slot order, so that the same tags land on the same shares of the
+    // slots in every run.
+    let mut by_slot = owners.to_vec();
+    by_slot.sort_by_key(|owner| owner.first);
+    let mut ports: Vec<u16> = Vec::new();
+    for owner in by_slot {
+        if !ports.contains(&owner.port) {
+            ports.push(owner.port);
+        }
+    }
     let mut p = Planner {
         owners,
         ports,
@@ -1070,14 +1080,41 @@ fn run_row(
     (columns, cells)
 }
 
+/// How many rows run at once.
+const ROW_WORKERS: usize = 2;
+
 fn run_matrix() -> Matrix {
     let started = Instant::now();
     let (rows, missing_servers) = rows();
     let envs = install_clients();
+    // Rows on ROW_WORKERS threads: a row mostly waits (gossip, client start-up), and the
+    // suite's other threads wait for this matrix anyway.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Vec<&'static str>, Vec<Cell>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..ROW_WORKERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(row) = rows.get(index) else {
+                            return done;
+                        };
+                        let (columns, cells) = run_row(index, row, &envs);
+                        done.push((index, columns, cells));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|(index, _, _)| *index);
     let mut cells = Vec::new();
     let mut columns = Vec::new();
-    for (index, row) in rows.iter().enumerate() {
-        let (row_columns, row_cells) = run_row(index, row, &envs);
+    for (_, row_columns, row_cells) in done {
         columns.push(row_columns);
         cells.extend(row_cells);
     }

@@ -11,14 +11,18 @@
 //! By concern: `server` (processes, configs), `client` (commands, replies),
 //! `keys` (deadlines, snapshots, events), `replicas`, `cluster` (nodes and
 //! slot migrations), `persistence` (data directories, AOF), `workload`
-//! (redis-benchmark, a generator), `report` (long runs, figures, skips) and
+//! (redis-benchmark, a generator), `primaries` (clusters of primaries
+//! only, slots, command and error statistics), `client_envs` (other languages'
+//! client libraries, installed under target/), `report` (long runs, figures, skips) and
 //! `target` (the server under test and what it does, stated once with the
 //! upstream source each fact comes from).
 
 mod client;
+mod client_envs;
 mod cluster;
 mod keys;
 mod persistence;
+mod primaries;
 mod replicas;
 mod report;
 mod server;
@@ -26,9 +30,11 @@ mod target;
 mod workload;
 
 pub use client::*;
+pub use client_envs::*;
 pub use cluster::*;
 pub use keys::*;
 pub use persistence::*;
+pub use primaries::*;
 pub use redis::{Connection, RedisError, Value};
 pub use replicas::*;
 pub use report::*;

@@ -7,6 +7,7 @@
 mod acl;
 mod clients;
 mod cluster;
+mod cluster_clients;
 mod compat;
 mod durability;
 mod errors;

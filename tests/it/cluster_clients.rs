@@ -19,11 +19,7 @@
 //! the pairs in either order, values that are themselves hash-tagged keys of another
 //! node, and values that read like options. Afterwards every key is read on its owner
 //! (value and PTTL), and no node holds a key of a slot it does not own (KEYS, DBSIZE,
-//! CLUSTER COUNTKEYSINSLOT). Where the module cannot route a call at all (Redis 8.2+ in
-//! cluster mode with io-threads above 1: the TTL form with options, and the NUMKEYS form
-//! with options where the server reads a keynum key spec without its step; see
-//! [`refuses_options_in_cluster`]), the call must come back with the module's own error,
-//! not `unknown command`, and not a client's refusal.
+//! CLUSTER COUNTKEYSINSLOT).
 //!
 //! Which rows: when the server under test is the default one (Debian's Redis 7.0.15,
 //! `make test`), the whole matrix: Valkey 9.1.2 (`SYNTAX NUMKEYS COMMAND-NAME
@@ -114,35 +110,6 @@ impl Row {
         }
         config
     }
-}
-
-/// Whether the module refuses this row's calls with options in cluster mode, as calls it
-/// cannot route: Redis 8.2+ with io-threads above 1 routes by the keys its I/O threads
-/// read from the key specs before the module's command filter runs. The TTL form's
-/// leading options are no keys there; nor are the NUMKEYS form's keys at 2, 4, ... where
-/// the server reads a keynum key spec without its step (Redis 8.2 to 8.4.3, and
-/// ../shared/servers/redis-keystep), which `node`'s own MSETEX shows.
-// TODO(#48): read this from `INFO msetex` (the fields describing the module's key
-// decisions that the fix adds) instead of restating the rule here.
-fn refuses_options_in_cluster(node: &mut Connection, row: &Row) -> bool {
-    let by_keys_read_first =
-        !row.server.is_valkey() && row.server.at_least(Some((8, 2)), None) && row.io_threads > 1;
-    by_keys_read_first
-        && match row.form {
-            Form::Ttl => true,
-            Form::Numkeys => !reads_keynum_step_on(node),
-        }
-}
-
-/// Whether the server behind `node` reads a keynum key spec with its step: its own
-/// MSETEX's keys, as COMMAND GETKEYS lists them (false where it has no MSETEX).
-fn reads_keynum_step_on(node: &mut Connection) -> bool {
-    let call = [
-        "COMMAND", "GETKEYS", "MSETEX", "2", "{k}a", "v", "{k}b", "v",
-    ];
-    raw_command(&call)
-        .query::<Vec<String>>(node)
-        .is_ok_and(|keys| keys == ["{k}a", "{k}b"])
 }
 
 /// The rows a server gets: both forms, at the io-threads where its keys are read
@@ -241,9 +208,17 @@ struct Client {
 
 impl Client {
     /// Whether this client can send `row`'s calls at all: a typed method sends the name
-    /// MSETEX and the numkeys form.
+    /// MSETEX and the numkeys form; ioredis's own command table reads `msetex` as the
+    /// built-in's numkeys form, so it cannot send the TTL form under that name (its first
+    /// argument read as the count of pairs: a `TypeError` in the client; docs/OPERATIONS.md,
+    /// "Cluster clients").
     fn applies_to(&self, row: &Row) -> bool {
-        !self.variant.ends_with("-typed") || (row.form == Form::Numkeys && row.name() == "msetex")
+        let msetex = row.name() == "msetex";
+        match self.variant {
+            "ioredis" => !(msetex && row.form == Form::Ttl),
+            typed if typed.ends_with("-typed") => row.form == Form::Numkeys && msetex,
+            _ => true,
+        }
     }
 }
 
@@ -325,8 +300,6 @@ enum Expect {
     Written { reply: &'static str, ttl: Ttl },
     /// Reply 0 and write nothing (an NX or XX condition that fails).
     Miss,
-    /// The module's refusal (it cannot route the call), nothing written.
-    Refused,
 }
 
 /// One call of a plan.
@@ -409,10 +382,9 @@ enum Does {
     Miss,
 }
 
-/// The calls for `form` under `name`, on the cluster whose slots `owners` lists; where
-/// `refuses`, a call with options gets the module's refusal. Each call's TTL differs from
+/// The calls for `form` under `name`, on the cluster whose slots `owners` lists. Each call's TTL differs from
 /// every other's by far more than the checks' slack, so every key shows which call set it.
-fn plan(form: Form, name: &str, owners: &[SlotOwner], prefix: &str, refuses: bool) -> Vec<Call> {
+fn plan(form: Form, name: &str, owners: &[SlotOwner], prefix: &str) -> Vec<Call> {
     // The primaries in slot order, so that the same tags land on the same shares of the
     // slots in every run.
     let mut by_slot = owners.to_vec();
@@ -447,13 +419,7 @@ fn plan(form: Form, name: &str, owners: &[SlotOwner], prefix: &str, refuses: boo
         }
         let options: Vec<String> = options.split_whitespace().map(str::to_owned).collect();
         let conditional = options.iter().any(|o| o == "NX" || o == "XX");
-        // The TTL form's time alone is no option.
-        let has_options = match form {
-            Form::Ttl => options.len() > 1,
-            Form::Numkeys => !options.is_empty(),
-        };
         let expect = match does {
-            _ if refuses && has_options => Expect::Refused,
             Does::Miss => Expect::Miss,
             Does::Write(ttl) => Expect::Written {
                 reply: if form == Form::Ttl && !conditional {
@@ -898,7 +864,7 @@ fn model(calls: &[Call]) -> Model {
                     absent.remove(key);
                 }
             }
-            Expect::Miss | Expect::Refused => {
+            Expect::Miss => {
                 for (key, _) in &call.pairs {
                     if !keys.contains_key(key) {
                         absent.insert(key.clone(), index);
@@ -941,16 +907,12 @@ fn judge(
         let right = match (call.expect, reply) {
             (Expect::Written { reply: want, .. }, Reply::Value(got)) => got == want,
             (Expect::Miss, Reply::Value(got)) => got == "0",
-            (Expect::Refused, Reply::Error(_, text)) => {
-                text.contains("options cannot be routed") && !text.contains("unknown command")
-            }
             _ => false,
         };
         if !right {
             let want = match call.expect {
                 Expect::Written { reply, .. } => reply.to_owned(),
                 Expect::Miss => "0".to_owned(),
-                Expect::Refused => "the module's refusal".to_owned(),
             };
             flag(
                 &mut verdicts,
@@ -1036,7 +998,6 @@ fn run_row(
 ) -> (Vec<&'static str>, Vec<Cell>) {
     let cluster = primaries_cluster(row.config(), 3);
     let owners = slot_owners(&mut cluster.nodes[0].client());
-    let refuses = refuses_options_in_cluster(&mut cluster.nodes[0].client(), row);
     let mut columns = Vec::new();
     let mut cells = Vec::new();
     for (client_index, client) in CLIENTS.iter().enumerate() {
@@ -1049,7 +1010,7 @@ fn run_row(
                 Ok(env) => {
                     reset(&cluster);
                     let prefix = format!("c{client_index}.");
-                    let calls = plan(row.form, row.name(), &owners, &prefix, refuses);
+                    let calls = plan(row.form, row.name(), &owners, &prefix);
                     columns = calls.iter().map(|c| c.option).collect();
                     let sent = send(client, env, &cluster, &owners, &calls);
                     let routing = routing(&cluster, row.name());
@@ -1282,8 +1243,7 @@ fn the_matrix_servers_are_here() {
     assert!(!matrix.rows.is_empty());
 }
 
-/// The reference: each call sent straight to its owner. The server takes every call, or
-/// refuses with the module's own words the calls it cannot route.
+/// The reference: each call sent straight to its owner. The server takes every call.
 #[test]
 fn the_owner_takes_every_call() {
     judge_family("no client");

@@ -56,15 +56,12 @@ fn answer(ctx: &Ctx<'_>, handler: impl FnOnce(&Loaded) -> Result<Reply, Failure>
 fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failure> {
     let flags = ctx.flags();
     let now_ms = ctx.now_ms();
-    let request = module
-        .keys
-        .read(args, now_ms, flags.replicated || flags.loading)?;
+    let trusted = flags.replicated || flags.loading;
+    let (request, values) = module.keys.read(args, now_ms, trusted)?;
     let arguments = args.get(request.pairs.clone()).unwrap_or_default();
     // Where the filter moved the values into argv[1], they become strings of their own.
-    let values = module
-        .keys
-        .values(ctx, args, &request)
-        .ok_or(Abort("read the values"))?;
+    let values: Option<Vec<OwnedString>> = values.iter().map(|v| ctx.string(v)).collect();
+    let values = values.ok_or(Abort("read the values"))?;
     let interleaved: Vec<Arg<'_>>;
     let pairs = if values.is_empty() {
         arguments

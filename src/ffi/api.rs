@@ -58,6 +58,7 @@ module_api! {
         string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
         create_string = RedisModule_CreateString: fn(*mut RedisModuleCtx, *const c_char, usize) -> *mut RedisModuleString;
         free_string = RedisModule_FreeString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
+        retain_string = RedisModule_RetainString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
         notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
         call_reply_type = RedisModule_CallReplyType: fn(*mut RedisModuleCallReply) -> c_int;
         call_reply_length = RedisModule_CallReplyLength: fn(*mut RedisModuleCallReply) -> usize;

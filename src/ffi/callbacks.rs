@@ -21,15 +21,28 @@ pub trait Command {
 pub struct ArgsChange {
     pub at: usize,
     pub replaced: usize,
-    pub with: Vec<Vec<u8>>,
+    pub with: Vec<Piece>,
+}
+
+/// An argument a rewrite puts in place: new bytes, or the command's own argument at this position
+/// (of the command as sent), moved rather than copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    New(Vec<u8>),
+    Sent(usize),
 }
 
 impl ArgsChange {
-    /// The same change on a plain argument list, as the server makes it (nothing past the end).
-    pub fn apply(&self, args: &mut Vec<Vec<u8>>) {
+    /// The same change on a plain argument list, as the server makes it (nothing past the end);
+    /// `sent`: the command as sent.
+    pub fn apply(&self, args: &mut Vec<Vec<u8>>, sent: &[Vec<u8>]) {
         let at = self.at.min(args.len());
         let end = at.saturating_add(self.replaced).min(args.len());
-        args.splice(at..end, self.with.iter().cloned());
+        let with = self.with.iter().map(|piece| match piece {
+            Piece::New(bytes) => bytes.clone(),
+            Piece::Sent(index) => sent.get(*index).cloned().unwrap_or_default(),
+        });
+        args.splice(at..end, with);
     }
 }
 
@@ -179,16 +192,37 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
                 pos,
             })
             .collect();
+        let changes = H::filter(&args);
+        // Every argument in place before any change: new ones made, the command's own retained.
+        let prepared: Option<Vec<Vec<OwnedString>>> = changes
+            .iter()
+            .map(|change| {
+                change
+                    .with
+                    .iter()
+                    .map(|piece| filter.prepare(piece))
+                    .collect()
+            })
+            .collect();
+        let Some(prepared) = prepared else {
+            return;
+        };
         let mut argc = args.len();
-        for change in H::filter(&args) {
+        for (change, with) in changes.iter().zip(prepared) {
+            let added = with.len();
             // SAFETY: the positions exist (checked, and tracked through each change).
-            if change.at + change.replaced > argc || !unsafe { filter.change(&change) } {
+            if change.at + change.replaced > argc || !unsafe { filter.change(change, with) } {
                 // A failed rewrite makes the command an unknown one, refused, not half rewritten.
-                // SAFETY: position 0 always exists.
-                unsafe { filter.put(0, b"msetex: the command could not be rewritten", true) };
+                if let Some(refused) = OwnedString::from_bytes(
+                    filter.api,
+                    b"msetex: the command could not be rewritten",
+                ) {
+                    // SAFETY: position 0 always exists.
+                    unsafe { filter.put(0, refused, true) };
+                }
                 return;
             }
-            argc = argc - change.replaced + change.with.len();
+            argc = argc - change.replaced + added;
         }
     });
 }
@@ -220,29 +254,43 @@ impl Filter {
         (!arg.is_null()).then(|| Arg::of(self.api, arg).bytes())
     }
 
-    /// Makes `change`, whose positions exist; false if the server refused a step (it cannot).
-    unsafe fn change(&self, change: &ArgsChange) -> bool {
-        let (at, count, with) = (change.at, change.replaced, &change.with);
-        let step = |index: usize, arg: Option<&Vec<u8>>| {
-            // SAFETY: the position exists (the caller's contract).
-            c_int::try_from(at + index).is_ok_and(|pos| unsafe {
-                match arg {
-                    Some(arg) => self.put(pos, arg, index < count),
-                    None => (self.api.command_filter_arg_delete)(self.raw, pos) == OK,
-                }
-            })
-        };
-        // Replace, then insert what is left, or delete what is left from its end (deleting the
-        // last arguments moves nothing: a rewrite that drops most of a call stays linear).
-        with.iter().enumerate().all(|(i, arg)| step(i, Some(arg)))
-            && (with.len()..count).rev().all(|i| step(i, None))
+    /// The string `piece` stands for, ours to hand over: made, or the command's own argument
+    /// retained (read before any change).
+    fn prepare(&self, piece: &Piece) -> Option<OwnedString> {
+        match piece {
+            Piece::New(bytes) => OwnedString::from_bytes(self.api, bytes),
+            Piece::Sent(index) => {
+                let pos = c_int::try_from(*index).ok()?;
+                // SAFETY: the filter context is live; a position past the end answers NULL.
+                let arg = unsafe { (self.api.command_filter_arg_get)(self.raw, pos) };
+                // SAFETY: a non-null argument is a live string of the command.
+                (!arg.is_null()).then(|| unsafe { OwnedString::retained(self.api, arg) })
+            }
+        }
     }
 
-    /// Replaces argument `pos` (one of the command's) with `bytes`, or inserts them; false if not.
-    unsafe fn put(&self, pos: c_int, bytes: &[u8], replace: bool) -> bool {
-        let Some(string) = OwnedString::from_bytes(self.api, bytes) else {
-            return false;
-        };
+    /// Makes `change` with its arguments `with`, whose positions exist; false if the server
+    /// refused a step (it cannot).
+    unsafe fn change(&self, change: &ArgsChange, with: Vec<OwnedString>) -> bool {
+        let (at, count, added) = (change.at, change.replaced, with.len());
+        let pos = |index: usize| c_int::try_from(at + index).ok();
+        // Replace, then insert what is left, or delete what is left from its end (deleting the
+        // last arguments moves nothing: a rewrite that drops most of a call stays linear).
+        let placed = with.into_iter().enumerate().all(|(index, arg)| {
+            // SAFETY: the position exists (the caller's contract).
+            pos(index).is_some_and(|pos| unsafe { self.put(pos, arg, index < count) })
+        });
+        placed
+            && (added..count).rev().all(|index| {
+                // SAFETY: as above.
+                pos(index).is_some_and(|pos| unsafe {
+                    (self.api.command_filter_arg_delete)(self.raw, pos) == OK
+                })
+            })
+    }
+
+    /// Replaces argument `pos` (one of the command's) with `string`, or inserts it; false if not.
+    unsafe fn put(&self, pos: c_int, string: OwnedString, replace: bool) -> bool {
         let put = if replace {
             self.api.command_filter_arg_replace
         } else {

@@ -259,6 +259,14 @@ impl OwnedString {
         OwnedString::new(ptr, api)
     }
 
+    /// Another reference to `ptr` (a string the server owns, live): ours to free or hand over.
+    /// Safety: `ptr` is a live string.
+    pub(super) unsafe fn retained(api: &'static Api, ptr: *mut RedisModuleString) -> OwnedString {
+        // SAFETY: the caller's contract; a NULL ctx increments its reference count.
+        unsafe { (api.retain_string)(null_mut(), ptr) };
+        OwnedString { ptr, api }
+    }
+
     pub fn arg(&self) -> Arg<'_> {
         Arg::of(self.api, self.ptr)
     }

@@ -14,7 +14,7 @@ pub use acl::{acl_categories_available, acl_check_available, AclUser, Caller, Lo
 pub use api::{log, LogLevel, RawCtx, Slot};
 pub use call::{fresh_part, Head, Propagation, Values};
 pub use callbacks::{
-    on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module,
+    on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module, Piece,
 };
 pub use ctx::{
     Arg, ContextFlags, Ctx, EventClass, KeyPositions, LazyArg, OwnedString, Reply, Word,

@@ -6,10 +6,10 @@
 use std::ffi::CStr;
 
 use crate::docs::{pairs_from_2, KeyDocs, KeySpec};
-use crate::ffi::{Arg, Ctx, KeyPositions, OwnedString};
+use crate::ffi::KeyPositions;
 use crate::outcome::Refusal;
 use crate::server::{KeynumStep, Profile, Routing};
-use crate::syntax::{Layout, Request, Syntax, ARITY};
+use crate::syntax::{Request, Syntax, ARITY};
 
 mod rewrite;
 
@@ -228,16 +228,18 @@ impl Keys {
         format!("keys: {how}{threads}{step}")
     }
 
-    /// Validates a call as the server passes it (as the filter rewrote it, if it did). Unless
-    /// `trusted` (the replication stream, the AOF), its keys must be where the server read them:
-    /// where the filter rewrites, a call that reached the command as sent (a script's on Valkey)
-    /// had its keys read from the specification of a rewritten one, and is refused.
-    pub fn read<A: AsRef<[u8]>>(
+    /// Validates a call as the server passes it (as the filter rewrote it, if it did), with the
+    /// values the filter moved into argument 1 (`Layout::KeysOnly`; none where they are
+    /// arguments). Unless `trusted` (the replication stream, the AOF), its keys must be where the
+    /// server read them: where the filter rewrites, a call that reached the command as sent (a
+    /// script's on Valkey) had its keys read from the specification of a rewritten one, and is
+    /// refused.
+    pub fn read<'a, A: AsRef<[u8]>>(
         &self,
-        argv: &[A],
+        argv: &'a [A],
         now_ms: i64,
         trusted: bool,
-    ) -> Result<Request, Refusal> {
+    ) -> Result<(Request, Vec<&'a [u8]>), Refusal> {
         let rewritten = self
             .filters()
             .then(|| rewrite::unpack(argv, self.reading))
@@ -247,29 +249,16 @@ impl Keys {
                 let error = self.syntax.parse(&call, now_ms).err();
                 return Err(error.map_or(Refusal::Marked, Refusal::Parse));
             }
-            Some(rewrite::Unpacked::Moved(call)) => return Ok(call.parse(self.syntax, now_ms)?),
+            Some(rewrite::Unpacked::Moved(call)) => {
+                return Ok((call.parse(self.syntax, now_ms)?, call.values));
+            }
             None => self.syntax.parse(argv, now_ms)?,
         };
         if trusted || !self.rewrites() {
-            Ok(request)
+            Ok((request, Vec::new()))
         } else {
             Err(Refusal::Undeclared)
         }
-    }
-
-    /// The call's values where the filter moved them (`Layout::KeysOnly`), made string objects
-    /// for the write; none where they are arguments. `None` if one cannot be made.
-    pub fn values<'c>(
-        &self,
-        ctx: &Ctx<'c>,
-        argv: &[Arg<'c>],
-        request: &Request,
-    ) -> Option<Vec<OwnedString>> {
-        if request.layout != Layout::KeysOnly {
-            return Some(Vec::new());
-        }
-        let values = rewrite::moved_values(argv)?;
-        values.iter().map(|value| ctx.string(value)).collect()
     }
 
     /// Answers the server's "where are the keys" call. A call the command refuses declares no

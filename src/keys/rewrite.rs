@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use super::{Keys, Reading, MARK};
 use crate::docs::KeySpec;
-use crate::ffi::ArgsChange;
+use crate::ffi::{ArgsChange, Piece};
 use crate::outcome;
 use crate::syntax::{Layout, ParseError, Request, Syntax};
 
@@ -52,7 +52,7 @@ impl Keys {
             return vec![ArgsChange {
                 at: 0,
                 replaced: args.len(),
-                with: vec![text.into_bytes()],
+                with: vec![Piece::New(text.into_bytes())],
             }];
         }
         let arity = self.arity().unsigned_abs() as usize;
@@ -61,8 +61,8 @@ impl Keys {
         }
         let after_name = call.get(1..).unwrap_or_default();
         let refused = || {
-            let mut with = vec![encode(Mark::Refused, None, after_name)];
-            with.resize(arity - 1, Vec::new());
+            let mut with = vec![Piece::New(encode(Mark::Refused, None, after_name))];
+            with.resize(arity - 1, Piece::New(Vec::new()));
             vec![ArgsChange {
                 at: at + 1,
                 replaced: after_name.len(),
@@ -93,8 +93,9 @@ impl Keys {
         if self.reading == Reading::KeysOnly {
             let values = in_pairs.iter().skip(1).step_by(2).map(AsRef::as_ref);
             let moved: Vec<&[u8]> = moved.chain(values).collect();
-            let keys = in_pairs.iter().step_by(2).map(|key| key.as_ref().to_vec());
-            let packed = encode(Mark::KeysOnly, Some(before), &moved);
+            // The keys move left, each by the arguments before it that leave: not copied.
+            let keys = pairs.clone().step_by(2).map(|key| Piece::Sent(at + key));
+            let packed = Piece::New(encode(Mark::KeysOnly, Some(before), &moved));
             return vec![ArgsChange {
                 at: at + 1,
                 replaced: after_name.len(),
@@ -106,12 +107,12 @@ impl Keys {
             ArgsChange {
                 at: at + pairs.end,
                 replaced: tail.len(),
-                with: vec![encode(Mark::Options, Some(before), &moved)],
+                with: vec![Piece::New(encode(Mark::Options, Some(before), &moved))],
             },
             ArgsChange {
                 at: at + 1,
                 replaced: before,
-                with: vec![MARK.to_bytes().to_vec()],
+                with: vec![Piece::New(MARK.to_bytes().to_vec())],
             },
         ]
     }
@@ -149,8 +150,9 @@ impl Keys {
             .into_iter()
             .map(<[u8]>::to_vec)
             .collect();
-        for change in self.rewrite(ours, &command) {
-            change.apply(&mut command);
+        let sent = command.clone();
+        for change in self.rewrite(ours, &sent) {
+            change.apply(&mut command, &sent);
         }
         let asked: Vec<&[u8]> = command.iter().skip(2).map(Vec::as_slice).collect();
         let shown = |words: &[&[u8]]| {
@@ -234,19 +236,26 @@ fn decode(arg: &[u8]) -> Option<(Mark, Vec<&[u8]>)> {
     let mark = [Mark::Options, Mark::KeysOnly, Mark::Refused]
         .into_iter()
         .find(|m| *m as u8 == *mark)?;
-    let mut args = Vec::new();
+    let mut args = Vec::with_capacity(rest.len() / 8);
     while !rest.is_empty() {
-        let colon = rest.iter().position(|b| *b == b':')?;
-        let digits = rest.get(..colon)?;
-        if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let len: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
-        let end = colon.checked_add(1)?.checked_add(len)?;
-        args.push(rest.get(colon + 1..end)?);
-        rest = rest.get(end..)?;
+        let (len, after) = length(rest)?;
+        args.push(after.get(..len)?);
+        rest = after.get(len..)?;
     }
     Some((mark, args))
+}
+
+/// `<digits>:` at the start of `bytes` (1 to 10 digits): the length, and what follows the colon.
+fn length(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let mut len: usize = 0;
+    for (at, byte) in bytes.iter().enumerate().take(11) {
+        match byte {
+            b'0'..=b'9' => len = len.checked_mul(10)?.checked_add(usize::from(byte - b'0'))?,
+            b':' if at > 0 => return Some((len, bytes.get(at + 1..)?)),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// A call the filter rewrote, as the command reads it.
@@ -264,6 +273,8 @@ pub(super) struct Moved<'a> {
     pairs: Range<usize>,
     rewritten: Range<usize>,
     layout: Layout,
+    /// The values moved into argument 1 (`Layout::KeysOnly`), in the order of the keys.
+    pub(super) values: Vec<&'a [u8]>,
 }
 
 impl Moved<'_> {
@@ -286,7 +297,8 @@ impl Moved<'_> {
 pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unpacked<'_>> {
     let name = argv.first()?.as_ref();
     let first = argv.get(1)?.as_ref();
-    if let Some((Mark::Refused, call)) = decode(first) {
+    if first.first() == Some(&(Mark::Refused as u8)) {
+        let (_, call) = decode(first)?;
         return Some(Unpacked::Refused(
             std::iter::once(name).chain(call).collect(),
         ));
@@ -329,17 +341,7 @@ pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unp
             .chain(pairs)
             .chain(tail.iter().copied())
             .collect(),
+        values: values.to_vec(),
     };
     Some(Unpacked::Moved(moved))
-}
-
-/// The values of a call the filter rewrote to its keys only, in the order of its keys (argv[2..]).
-pub(super) fn moved_values<A: AsRef<[u8]>>(argv: &[A]) -> Option<Vec<&[u8]>> {
-    let (Mark::KeysOnly, moved) = decode(argv.get(1)?.as_ref())? else {
-        return None;
-    };
-    let keys = argv.len().checked_sub(2)?;
-    moved
-        .get(moved.len().checked_sub(keys)?..)
-        .map(<[&[u8]]>::to_vec)
 }

@@ -11,6 +11,7 @@ use crate::docs::KeyDocs;
 use crate::ffi::ArgsChange;
 use crate::server::{Callable, Environment, Product, Server, ServerCommand};
 use crate::syntax::tests::{arg_strategy, cases, views};
+use crate::syntax::Layout;
 use proptest::prelude::*;
 
 const NOW: i64 = 1_700_000_000_000;
@@ -310,8 +311,9 @@ fn getkeys(keys: &Keys, call: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
         .into_iter()
         .chain(call.iter().cloned())
         .collect();
-    for change in keys.rewrite("msetex", &command) {
-        change.apply(&mut command);
+    let sent = command.clone();
+    for change in keys.rewrite("msetex", &sent) {
+        change.apply(&mut command, &sent);
     }
     let inner = command.get(2..)?.to_vec();
     if inner.first().map(Vec::as_slice) != Some(b"msetex".as_slice())
@@ -327,7 +329,7 @@ fn rewritten(keys: &Keys, call: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let changes: Vec<ArgsChange> = keys.rewrite("msetex", call);
     let mut argv = call.to_vec();
     for change in changes {
-        change.apply(&mut argv);
+        change.apply(&mut argv, call);
     }
     argv
 }
@@ -416,7 +418,7 @@ proptest! {
         let original = syntax.parse(&views(&call), now);
         let argv = rewritten(&keys, &call);
         prop_assert!(argv.len() >= 2);
-        let read = keys.read(&views(&argv), now, false);
+        let read = keys.read(&argv, now, false);
         let found: Vec<&[u8]> = server_keys(&keys, &argv).iter().map(|i| argv[*i].as_slice()).collect();
         match &original {
             Err(error) => {
@@ -433,9 +435,16 @@ proptest! {
                     prop_assert_eq!(read, Err(Refusal::Marked));
                     prop_assert!(found.is_empty());
                 } else {
-                    let got = read.expect("read");
+                    let (got, values) = read.expect("read");
                     prop_assert_eq!((got.condition, got.expiry, got.ack), (request.condition, request.expiry, request.ack));
-                    prop_assert_eq!(found, sent);
+                    prop_assert_eq!(&found, &sent);
+                    // The pairs the command writes are the call's, in order.
+                    let written: Vec<&[u8]> = match got.layout {
+                        Layout::Pairs => argv[got.pairs.clone()].iter().map(Vec::as_slice).collect(),
+                        Layout::KeysOnly => found.iter().zip(values).flat_map(|(k, v)| [*k, v]).collect(),
+                    };
+                    let pairs: Vec<&[u8]> = call[request.pairs.clone()].iter().map(Vec::as_slice).collect();
+                    prop_assert_eq!(written, pairs);
                 }
             }
         }
@@ -517,7 +526,7 @@ fn a_rewrite_is_a_few_changes_whatever_the_call() {
     assert_eq!(changes.len(), 1);
     let argv = rewritten(&keys, &call);
     assert_eq!(argv.len(), 1002);
-    let request = keys.read(&views(&argv), NOW, false).unwrap();
+    let (request, values) = keys.read(&argv, NOW, false).unwrap();
     assert_eq!(request.layout, Layout::KeysOnly);
-    assert_eq!(rewrite::moved_values(&argv).map(|v| v.len()), Some(1000));
+    assert_eq!(values.len(), 1000);
 }

@@ -45,8 +45,20 @@ mkdir -p "$cross"
 # Each check returns 1 with the reason in $reason.
 reason=""
 
-# zig and cargo-zigbuild: on PATH, or installed from PyPI into $tools.
+# zig and cargo-zigbuild: on PATH, or installed from PyPI into $tools (tried
+# once per run).
+zig_reason=unchecked
 zig_tools() {
+    if [ "$zig_reason" != unchecked ]; then
+        reason="$zig_reason"
+        [ -z "$zig_reason" ]
+        return
+    fi
+    zig_reason=""
+    install_zig_tools || zig_reason="$reason"
+}
+
+install_zig_tools() {
     if command -v cargo-zigbuild >/dev/null 2>&1 &&
         { command -v zig >/dev/null 2>&1 || python3 -c 'import ziglang' 2>/dev/null; }; then
         return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make rpm: the module as an RPM per architecture for the RHEL family (RHEL 8,
-# 9 and 10, Amazon Linux 2 and 2023, EPEL, Fedora),
+# make rpm: the module as an RPM per architecture for the RHEL family (RHEL 9
+# and 10, EPEL, Fedora; docs/OPERATIONS.md says why not RHEL 8 and Amazon
+# Linux 2),
 # RPMDIR/msetex-<version>-<release>.<arch>.rpm (x86_64, aarch64; RPMDIR
 # defaults to target/rpm), with rpmbuild and packaging/msetex.spec, and
 # RPMDIR/SHA256SUMS for the packages built.

@@ -479,7 +479,7 @@ fn check_rpm(rpm: &Path, arch: &str) -> Result<(), String> {
             .env("HOME", home.path())
             .arg("-r")
             .arg(repo_root().join("packaging/msetex.rpmlintrc"))
-            .arg(&rpm)
+            .arg(rpm)
             .output()
             .expect("rpmlint");
         let report = String::from_utf8_lossy(&report.stdout).into_owned();

@@ -23,16 +23,7 @@ umask 022
 
 out="${DEBDIR:-target/deb}"
 version="$(crate_version)"
-if [ $# -eq 0 ]; then
-    echo "usage: deb.sh LIBRARY... (make deb builds and names them)" >&2
-    exit 1
-fi
-for module in "$@"; do
-    if [ ! -f "$module" ]; then
-        echo "$module is missing: run make portable (or make deb) first" >&2
-        exit 1
-    fi
-done
+require_libraries deb.sh "$@"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -15,17 +15,10 @@ umask 022
 
 out="${DISTDIR:-target/dist}"
 version="$(crate_version)"
-if [ $# -eq 0 ]; then
-    echo "usage: dist.sh LIBRARY... (make dist builds and names them)" >&2
-    exit 1
-fi
+require_libraries dist.sh "$@"
 mkdir -p "$out"
 tarballs=()
 for module in "$@"; do
-    if [ ! -f "$module" ]; then
-        echo "$module is missing: run make portable (or make dist) first" >&2
-        exit 1
-    fi
     name="msetex-$version-$(elf_arch "$module")-unknown-linux-gnu"
     rm -rf "${out:?}/$name"
     mkdir -p "$out/$name"

@@ -7,6 +7,24 @@ crate_version() {
     sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1
 }
 
+# The library files dist.sh, deb.sh and rpm.sh were given: at least one, and
+# each there (make dist, deb and rpm build them with make portable first).
+require_libraries() {
+    local script="$1"
+    shift
+    if [ $# -eq 0 ]; then
+        echo "usage: $script LIBRARY... (make ${script%.sh} builds and names them)" >&2
+        exit 1
+    fi
+    local module
+    for module in "$@"; do
+        if [ ! -f "$module" ]; then
+            echo "$module is missing: run make portable (or make ${script%.sh}) first" >&2
+            exit 1
+        fi
+    done
+}
+
 # Where scripts/portable.sh leaves the library of an architecture (x86_64,
 # aarch64): cargo's output directory for its target triple.
 portable_library() {

@@ -27,16 +27,7 @@ export LC_ALL=C
 
 out="${RPMDIR:-target/rpm}"
 version="$(crate_version)"
-if [ $# -eq 0 ]; then
-    echo "usage: rpm.sh LIBRARY... (make rpm builds and names them)" >&2
-    exit 1
-fi
-for module in "$@"; do
-    if [ ! -f "$module" ]; then
-        echo "$module is missing: run make portable (or make rpm) first" >&2
-        exit 1
-    fi
-done
+require_libraries rpm.sh "$@"
 if ! command -v rpmbuild >/dev/null 2>&1; then
     echo "make rpm needs rpmbuild: install rpm (Debian: sudo apt-get install rpm; RHEL: sudo dnf install rpm-build)" >&2
     exit 1

@@ -86,16 +86,9 @@ fn install_and_uninstall_into_destdir() {
 /// and SHA256SUMS over them.
 #[test]
 fn dist_writes_a_tarball_per_architecture_and_their_sums() {
-    let (built, missing) = built_arches();
-    if skip_unless(!built.is_empty(), &missing.join("; ")) {
+    let Some((dir, out, built, missing)) = make_packages("dist", "DISTDIR") else {
         return;
-    }
-    let dir = TempDir::new("dist");
-    let out = make(&[
-        "dist-files",
-        &format!("DISTDIR={}", dir.path().display()),
-        &format!("ARCH={}", built.join(" ")),
-    ]);
+    };
     let version = env!("CARGO_PKG_VERSION");
     let mut names = Vec::new();
     for arch in &built {
@@ -123,6 +116,27 @@ fn dist_writes_a_tarball_per_architecture_and_their_sums() {
     }
     check_sums(dir.path(), &names);
     skip_unless(missing.is_empty(), &missing.join("; "));
+}
+
+/// `make <kind>-files` into a temporary directory (`<var>=dir`) for every
+/// architecture whose portable library is built. None (the test skipped,
+/// with the reasons) when none is; otherwise the directory, what make said,
+/// the architectures and the reasons of those left out.
+fn make_packages(
+    kind: &str,
+    var: &str,
+) -> Option<(TempDir, String, Vec<&'static str>, Vec<String>)> {
+    let (built, missing) = built_arches();
+    if skip_unless(!built.is_empty(), &missing.join("; ")) {
+        return None;
+    }
+    let dir = TempDir::new(kind);
+    let out = make(&[
+        &format!("{kind}-files"),
+        &format!("{var}={}", dir.path().display()),
+        &format!("ARCH={}", built.join(" ")),
+    ]);
+    Some((dir, out, built, missing))
 }
 
 /// DIR/SHA256SUMS lists exactly `names`, and `sha256sum -c` accepts them.
@@ -174,16 +188,9 @@ fn the_debian_package_installs_the_module_for_redis_and_valkey() {
     ) {
         return;
     }
-    let (built, mut missing) = built_arches();
-    if skip_unless(!built.is_empty(), &missing.join("; ")) {
+    let Some((dir, out, built, mut missing)) = make_packages("deb", "DEBDIR") else {
         return;
-    }
-    let dir = TempDir::new("deb");
-    let out = make(&[
-        "deb-files",
-        &format!("DEBDIR={}", dir.path().display()),
-        &format!("ARCH={}", built.join(" ")),
-    ]);
+    };
     let version = env!("CARGO_PKG_VERSION");
     let mut names = Vec::new();
     for arch in &built {
@@ -374,16 +381,9 @@ fn the_rpm_installs_the_module_for_redis_and_valkey_on_the_rhel_family() {
     ) {
         return;
     }
-    let (built, mut missing) = built_arches();
-    if skip_unless(!built.is_empty(), &missing.join("; ")) {
+    let Some((dir, out, built, mut missing)) = make_packages("rpm", "RPMDIR") else {
         return;
-    }
-    let dir = TempDir::new("rpm");
-    let out = make(&[
-        "rpm-files",
-        &format!("RPMDIR={}", dir.path().display()),
-        &format!("ARCH={}", built.join(" ")),
-    ]);
+    };
     let version = env!("CARGO_PKG_VERSION");
     let mut names = Vec::new();
     for arch in &built {
@@ -605,24 +605,7 @@ fn check_rpm(rpm: &Path, arch: &str) -> Result<(), String> {
         );
     }
     for (server, link) in servers.into_iter().flatten().zip(&links) {
-        let server: &'static Target = Box::leak(Box::new(server));
-        serves_msetex(server, link);
-        // MODULE LIST names the file from Redis 7.0 and on every Valkey.
-        if server.is_7_0_or_later() {
-            let args = server.default_module_args();
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let running = ServerConfig::default()
-                .binary(server)
-                .module_file(link)
-                .module_args(&args)
-                .start();
-            let modules = exec(&mut running.client(), &["MODULE", "LIST"]).unwrap();
-            assert!(
-                format!("{modules:?}").contains(&link.display().to_string()),
-                "{} loaded another file: {modules:?}",
-                server.describe()
-            );
-        }
+        serves_msetex(Box::leak(Box::new(server)), link);
     }
     Ok(())
 }

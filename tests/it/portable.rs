@@ -133,8 +133,8 @@ pub fn tool(program: &str, args: &[&str]) -> String {
 /// Loads `library` into `server` (its own module arguments, so the command
 /// is reached by the name that server gives it), then checks what a user of
 /// that architecture would: MSETEX with a TTL, the TTL read back, MSETEX NX
-/// refused on an existing key and accepted on new ones, and the server's
-/// log line for the load. Returns the server's `INFO server` `os` line.
+/// refused on an existing key and accepted on new ones, the server's log
+/// line for the load and its MODULE LIST. Returns the server's `INFO server` `os` line.
 pub fn serves_msetex(server: &'static Target, library: &Path) -> String {
     let args = server.default_module_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -49,13 +49,11 @@ reason=""
 # once per run).
 zig_reason=unchecked
 zig_tools() {
-    if [ "$zig_reason" != unchecked ]; then
-        reason="$zig_reason"
-        [ -z "$zig_reason" ]
-        return
+    if [ "$zig_reason" = unchecked ]; then
+        if install_zig_tools; then zig_reason=""; else zig_reason="$reason"; fi
     fi
-    zig_reason=""
-    install_zig_tools || zig_reason="$reason"
+    reason="$zig_reason"
+    [ -z "$zig_reason" ]
 }
 
 install_zig_tools() {

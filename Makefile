@@ -26,8 +26,10 @@ ARCH  ?= x86_64 aarch64
 GLIBC ?= 2.17
 HOST_ARCH := $(shell uname -m)
 PORTABLE_LIBS = $(foreach arch,$(ARCH),target/$(arch)-unknown-linux-gnu/release/libmsetex.so)
-# PORTABLE=1: make test, test-matrix, bench-gate and install use the portable
-# library of this machine's architecture instead of cargo's native build.
+# PORTABLE=1: the tests (make test, test-matrix, soak), the benchmarks (make
+# bench, bench-gate) and make install use the portable library of this
+# machine's architecture instead of cargo's native build (make run still
+# loads the native one, which redis.conf names).
 PORTABLE ?=
 ifeq ($(PORTABLE),1)
 MODULE := target/$(HOST_ARCH)-unknown-linux-gnu/release/libmsetex.so
@@ -49,7 +51,7 @@ help: ## List the targets and the variables
 	@echo "  DISTDIR=$(DISTDIR)  where make dist puts the tarballs and SHA256SUMS"
 	@echo "  ARCH=\"$(ARCH)\"  the architectures of make portable, dist, deb and rpm"
 	@echo "  GLIBC=$(GLIBC)  the glibc the portable libraries are built against (the newest they may need)"
-	@echo "  PORTABLE=$(PORTABLE)  1: make test, test-matrix, bench-gate and install use the portable $(HOST_ARCH) library"
+	@echo "  PORTABLE=$(PORTABLE)  1: the tests, the benchmarks and make install use the portable $(HOST_ARCH) library"
 	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix, make bench and make bench-instr (default: ../shared/servers)"
 	@echo "  GATE_SERVERS=$(GATE_SERVERS)  make bench-gate's servers besides REDIS_SERVER"
 	@echo "  FUZZ_CASES=N  cases per property in make fuzz (default 1000000)"

@@ -17,14 +17,27 @@ DEBDIR    ?= target/deb
 RPMDIR    ?= target/rpm
 # make bench-gate: the servers it runs besides REDIS_SERVER (Debian's Redis 7.0.15).
 GATE_SERVERS ?= ../shared/servers/valkey-8.1.1/valkey-server
-# make dist: a tarball named after the crate version and the target triple.
-VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-TRIPLE  := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+# make dist: where the tarballs go.
 DISTDIR ?= target/dist
-DISTNAME = msetex-$(VERSION)-$(TRIPLE)
+# make portable, dist, deb and rpm: the architectures built, each with
+# cargo-zigbuild against glibc GLIBC (scripts/portable.sh): the library then
+# needs that glibc at most, which the packages read from it.
+ARCH  ?= x86_64 aarch64
+GLIBC ?= 2.17
+HOST_ARCH := $(shell uname -m)
+PORTABLE_LIBS = $(foreach arch,$(ARCH),target/$(arch)-unknown-linux-gnu/release/libmsetex.so)
+# PORTABLE=1: the tests (make test, test-matrix, soak), the benchmarks (make
+# bench, bench-gate) and make install use the portable library of this
+# machine's architecture instead of cargo's native build (make run still
+# loads the native one, which redis.conf names).
+PORTABLE ?=
+ifeq ($(PORTABLE),1)
+MODULE := target/$(HOST_ARCH)-unknown-linux-gnu/release/libmsetex.so
+export MSETEX_MODULE := $(CURDIR)/$(MODULE)
+endif
 
 .DEFAULT_GOAL := help
-.PHONY: help deps deps-build build test test-matrix run lint bench bench-quick bench-instr bench-gate bench-floor soak profile fuzz install install-files uninstall dist dist-files deb deb-files rpm rpm-files clean
+.PHONY: help deps deps-build build portable cross test test-matrix run lint bench bench-quick bench-instr bench-gate bench-floor soak profile fuzz install install-files uninstall dist dist-files deb deb-files rpm rpm-files clean
 
 help: ## List the targets and the variables
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,9 +46,12 @@ help: ## List the targets and the variables
 	@echo "  PORT=$(PORT)  the port of make run"
 	@echo "  ROUNDS=$(ROUNDS)  rounds of make bench"
 	@echo "  PREFIX=$(PREFIX)  MODULEDIR=$(MODULEDIR)  DESTDIR=$(DESTDIR)  where make install puts the library (Valkey: MODULEDIR=/usr/lib/valkey/modules)"
-	@echo "  DEBDIR=$(DEBDIR)  where make deb puts the package"
-	@echo "  RPMDIR=$(RPMDIR)  where make rpm puts the package"
-	@echo "  DISTDIR=$(DISTDIR)  where make dist puts the tarball ($(DISTNAME).tar.gz)"
+	@echo "  DEBDIR=$(DEBDIR)  where make deb puts the packages and SHA256SUMS"
+	@echo "  RPMDIR=$(RPMDIR)  where make rpm puts the packages and SHA256SUMS"
+	@echo "  DISTDIR=$(DISTDIR)  where make dist puts the tarballs and SHA256SUMS"
+	@echo "  ARCH=\"$(ARCH)\"  the architectures of make portable, dist, deb and rpm"
+	@echo "  GLIBC=$(GLIBC)  the glibc the portable libraries are built against (the newest they may need)"
+	@echo "  PORTABLE=$(PORTABLE)  1: the tests, the benchmarks and make install use the portable $(HOST_ARCH) library"
 	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix, make bench and make bench-instr (default: ../shared/servers)"
 	@echo "  GATE_SERVERS=$(GATE_SERVERS)  make bench-gate's servers besides REDIS_SERVER"
 	@echo "  FUZZ_CASES=N  cases per property in make fuzz (default 1000000)"
@@ -48,12 +64,26 @@ deps-build: ## Install what building needs and is missing (libclang-dev, gcc)
 
 build: deps-build ## Build the module: target/release/libmsetex.so
 	$(CARGO) build --release --locked
+ifeq ($(PORTABLE),1)
+	PORTABLE_GLIBC=$(GLIBC) scripts/portable.sh $(HOST_ARCH)
+endif
 	@echo "built $(MODULE)"
 
-test: deps build ## Build, then run the unit and integration tests (real redis-server processes); lists skips
+portable: deps-build ## Build the library of each ARCH against glibc GLIBC (cargo-zigbuild; installs zig and the Rust target)
+	PORTABLE_GLIBC=$(GLIBC) scripts/portable.sh $(ARCH)
+
+# What the tests of the portable builds use: the library of each ARCH and an
+# arm64 redis-server under qemu. Where the toolchain, qemu or the arm64
+# package cannot be installed, the reason goes to target/cross/*.skip and the
+# tests skip with it.
+cross: deps-build
+	PORTABLE_GLIBC=$(GLIBC) scripts/portable.sh --soft $(ARCH)
+	scripts/arm64-server.sh --soft
+
+test: deps build cross ## Build, then run the unit and integration tests (real redis-server processes); lists skips
 	scripts/test.sh
 
-test-matrix: deps build ## The integration suite on every server (SERVERS="bin ..."); writes docs/COMPATIBILITY.md
+test-matrix: deps build cross ## The integration suite on every server (SERVERS="bin ..."); writes docs/COMPATIBILITY.md
 	scripts/test-matrix.sh
 
 run: deps build ## Start redis-server in the foreground with ./redis.conf (MSETEX loaded) on PORT
@@ -109,28 +139,24 @@ install-files:
 uninstall: ## Remove the installed library
 	rm -f "$(DESTDIR)$(MODULEDIR)/libmsetex.so"
 
-dist: build ## Release tarball in DISTDIR: msetex-<version>-<target>.tar.gz
+dist: portable ## Tarball per ARCH in DISTDIR: msetex-<version>-<arch>-unknown-linux-gnu.tar.gz, and SHA256SUMS
 	@$(MAKE) --no-print-directory dist-files
 
+# The -files targets package what make portable built (the tests call them).
 dist-files:
-	rm -rf "$(DISTDIR)/$(DISTNAME)"
-	mkdir -p "$(DISTDIR)/$(DISTNAME)"
-	cp $(MODULE) README.md LICENSE packaging/msetex.conf "$(DISTDIR)/$(DISTNAME)/"
-	tar -C "$(DISTDIR)" -czf "$(DISTDIR)/$(DISTNAME).tar.gz" "$(DISTNAME)"
-	rm -rf "$(DISTDIR)/$(DISTNAME)"
-	@echo "$(DISTDIR)/$(DISTNAME).tar.gz"
+	DISTDIR="$(DISTDIR)" scripts/dist.sh $(PORTABLE_LIBS)
 
-deb: build ## Debian package in DEBDIR: msetex_<version>_<arch>.deb (Redis and Valkey module dirs)
+deb: portable ## Debian package per ARCH in DEBDIR: msetex_<version>_<amd64|arm64>.deb, and SHA256SUMS
 	@$(MAKE) --no-print-directory deb-files
 
 deb-files:
-	DEBDIR="$(DEBDIR)" scripts/deb.sh
+	DEBDIR="$(DEBDIR)" scripts/deb.sh $(PORTABLE_LIBS)
 
-rpm: build ## RPM for RHEL/Fedora in RPMDIR: msetex-<version>-<release>.<arch>.rpm (needs rpmbuild)
+rpm: portable ## RPM per ARCH in RPMDIR: msetex-<version>-1.<x86_64|aarch64>.rpm, and SHA256SUMS (rpmbuild)
 	@$(MAKE) --no-print-directory rpm-files
 
 rpm-files:
-	RPMDIR="$(RPMDIR)" scripts/rpm.sh
+	RPMDIR="$(RPMDIR)" scripts/rpm.sh $(PORTABLE_LIBS)
 
 clean: ## Remove build output
 	$(CARGO) clean

@@ -7,7 +7,9 @@
 #   (redis-cli, redis-benchmark), which the tests, make run and make bench
 #   start, and lintian, rpm (rpmbuild), rpmlint and python3-redis, with
 #   which the tests check the packages (make deb, make rpm) and run the
-#   redis-py example.
+#   redis-py example. `deps.sh packages NAME...` installs the Debian packages
+#   named (scripts/portable.sh and scripts/arm64-server.sh: python3-venv,
+#   a cross binutils, qemu-user).
 # On Debian/Ubuntu as root it runs apt-get; otherwise it names the packages.
 set -euo pipefail
 
@@ -29,14 +31,19 @@ if [ "$(printf '%s\n%s\n' "$rust_min" "$rust" | sort -V | head -n 1)" != "$rust_
     exit 1
 fi
 
-packages=(libclang-dev)
-[ "$mode" = build ] || packages+=(redis-server redis-tools lintian rpm rpmlint python3-redis)
-command -v cc >/dev/null 2>&1 || need+=(gcc)
+case "$mode" in
+    packages) packages=("${@:2}") ;;
+    build) packages=(libclang-dev) ;;
+    *) packages=(libclang-dev redis-server redis-tools lintian rpm rpmlint python3-redis) ;;
+esac
+[ "$mode" = packages ] || command -v cc >/dev/null 2>&1 || need+=(gcc)
 
 if command -v dpkg-query >/dev/null 2>&1; then
     for pkg in "${packages[@]}"; do
         have_pkg "$pkg" || need+=("$pkg")
     done
+elif [ "$mode" = packages ]; then
+    need+=("${packages[@]}")
 else
     if [ "$mode" != build ]; then
         command -v redis-server >/dev/null 2>&1 || need+=(redis-server)

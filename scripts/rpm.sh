@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# make rpm: the built module as an RPM for the RHEL family (RHEL 9 and 10,
-# EPEL, Fedora), RPMDIR/msetex-<version>-<release>.<arch>.rpm (RPMDIR
-# defaults to target/rpm), with rpmbuild and packaging/msetex.spec.
+# make rpm: the module as an RPM per architecture for the RHEL family (RHEL 9
+# and 10, EPEL, Fedora; docs/OPERATIONS.md says why not RHEL 8 and Amazon
+# Linux 2),
+# RPMDIR/msetex-<version>-<release>.<arch>.rpm (x86_64, aarch64; RPMDIR
+# defaults to target/rpm), with rpmbuild and packaging/msetex.spec, and
+# RPMDIR/SHA256SUMS for the packages built.
+#
+#   rpm.sh LIBRARY...   (make rpm: the portable build of each ARCH)
 #
 # The library is installed once, in /usr/lib64/msetex/msetex.so, and linked
 # from the module directories of the valkey and redis packages,
@@ -9,21 +14,20 @@
 # licences and a commented loadmodule sample per server go to the
 # documentation directory. No scriptlet: the package never edits a server's
 # configuration. This script works out what the spec needs from the build:
-# the newest glibc symbol version the library uses, the licences of what is
-# linked into it, and the servers the suite passed on (docs/COMPATIBILITY.md,
-# make test-matrix). MSETEX_MODULE packages another build of the library.
+# the architecture (readelf -h) and the newest glibc symbol version
+# (objdump -T) of each library file, the licences of what is linked into it,
+# and the servers the suite passed on (docs/COMPATIBILITY.md, make
+# test-matrix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/release.sh
+source scripts/release.sh
 umask 022
 export LC_ALL=C
 
-module="${MSETEX_MODULE:-target/release/libmsetex.so}"
 out="${RPMDIR:-target/rpm}"
-version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
-if [ ! -f "$module" ]; then
-    echo "$module is missing: run make build first" >&2
-    exit 1
-fi
+version="$(crate_version)"
+require_libraries rpm.sh "$@"
 if ! command -v rpmbuild >/dev/null 2>&1; then
     echo "make rpm needs rpmbuild: install rpm (Debian: sudo apt-get install rpm; RHEL: sudo dnf install rpm-build)" >&2
     exit 1
@@ -33,16 +37,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 sources="$work/SOURCES"
 mkdir -p "$sources"
-cp "$module" "$sources/libmsetex.so"
 cp README.md LICENSE "$sources/"
 cp packaging/redis.conf.example packaging/valkey.conf.example "$sources/"
-
-# The oldest glibc it runs on: the newest GLIBC_x.y its symbols need.
-glibc="$(objdump -T "$module" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)"
-if [ -z "$glibc" ]; then
-    echo "no GLIBC symbol version in $module (objdump -T)" >&2
-    exit 1
-fi
 
 # The licences of the crates linked into the library (not the build-time
 # ones: proc-macros, build scripts), as Fedora's %cargo_license macros list
@@ -67,12 +63,6 @@ if [ -z "$license" ]; then
     exit 1
 fi
 
-# "Redis 7.0.15, Valkey 9.1.2, ...": every server of the last matrix run
-# without a failure.
-tested="$(awk -F'|' '/^\| (Redis|Valkey) / && $4 + 0 == 0 { gsub(/^ +| +$/, "", $2); printf "%s%s", sep, $2; sep = ", " }' docs/COMPATIBILITY.md)"
-matrix_date="$(sed -n 's/^- date: //p' docs/COMPATIBILITY.md)"
-matrix_commit="$(sed -n 's/^- module: //p' docs/COMPATIBILITY.md)"
-tested="$(echo "Tested on $tested (make test-matrix, $matrix_commit, $matrix_date)." | fold -s -w 72 | sed 's/ *$//')"
 
 # Who packaged it: RPM_PACKAGER, else the author of the commit built; the
 # changelog entry is the commit's.
@@ -90,30 +80,48 @@ spec="$work/msetex.spec"
     echo "- Release $version, from commit $commit."
 } > "$spec"
 
-# The values the spec takes from this build, as a macro file: a macro
-# defined on the command line cannot span lines.
-macros="$work/msetex.macros"
-{
-    echo "%msetex_version $version"
-    echo "%msetex_glibc $glibc"
-    echo "%msetex_license $license"
-    echo "%msetex_packager $packager"
-    echo "$tested" | sed '1s/^/%msetex_tested /; $!s/$/\\/'
-} > "$macros"
-
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-rpmbuild -bb --quiet \
-    --load "$macros" \
-    --dbpath "$work/rpmdb" \
-    --define "_topdir $work" \
-    --define "_sourcedir $sources" \
-    --define "_rpmdir $out" \
-    --define '_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm' \
-    "$spec" >&2
-rpm="$out/msetex-$version-1.$(rpm --eval '%{_arch}').rpm"
-if [ ! -f "$rpm" ]; then
-    echo "rpmbuild did not write $rpm" >&2
-    exit 1
-fi
-echo "$rpm"
+rpms=()
+# One package: the library $1, for the architecture its header names. The
+# values the spec takes from this build are defined at its top (rpmbuild
+# --target drops a macro file loaded with --load, and a macro defined on the
+# command line cannot span lines).
+package() {
+    local module="$1" arch glibc
+    arch="$(elf_arch "$module")"
+    # The oldest glibc it runs on: the newest GLIBC_x.y its symbols need.
+    glibc="$(newest_glibc "$module")"
+    cp "$module" "$sources/libmsetex.so"
+    local arch_spec="$work/msetex-$arch.spec"
+    {
+        echo "%global msetex_version $version"
+        echo "%global msetex_glibc $glibc"
+        echo "%global msetex_license $license"
+        echo "%global msetex_packager $packager"
+        tested_servers "$arch" | fold -s -w 72 | sed 's/ *$//' |
+            sed '1s/^/%global msetex_tested /; $!s/$/\\/'
+        cat "$spec"
+    } > "$arch_spec"
+    rpmbuild -bb --quiet \
+        --target "$arch" \
+        --dbpath "$work/rpmdb" \
+        --define "_topdir $work" \
+        --define "_sourcedir $sources" \
+        --define "_rpmdir $out" \
+        --define "__strip $(strip_command "$arch")" \
+        --define '_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm' \
+        "$arch_spec" >&2
+    local rpm="$out/msetex-$version-1.$arch.rpm"
+    if [ ! -f "$rpm" ]; then
+        echo "rpmbuild did not write $rpm" >&2
+        exit 1
+    fi
+    echo "$rpm"
+    rpms+=("$(basename "$rpm")")
+}
+
+for module in "$@"; do
+    package "$module"
+done
+write_sums "$out" "${rpms[@]}"

@@ -24,6 +24,7 @@ mod numkeys;
 mod options;
 mod oracle;
 mod persistence;
+mod portable;
 mod replication;
 mod resharding;
 mod scripts;

@@ -54,9 +54,12 @@ pub enum WrittenBy {
 }
 
 /// Where what is written goes next: the replication of the call. It cannot stop the writing: a
-/// key the primary kept is reported whatever became of the ones before.
+/// key the primary kept is reported whatever became of the ones before, with the expiry it holds.
 pub trait Sink<A> {
     fn written(&mut self, key: A, by: WrittenBy, expiry: Resolved);
+    /// A key a server command wrote is gone before the module could finish it (another module's
+    /// handler deleted it): nothing to send for it.
+    fn vanished(&mut self, key: A);
 }
 
 /// What writes the keys the key API cannot.
@@ -296,7 +299,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 .notify(EventClass::Overwritten, c"overwritten", key);
         }
         self.keyspace.notify(EventClass::String, c"set", key);
-        let expiry = self.apply_expiry(&mut handle, None, in_place)?;
+        let set = self.apply_expiry(&mut handle, None, in_place);
         if in_place {
             // Where SET's new object gets a fresh LRU clock, so does this, even during a fork.
             if self.forking && self.profile.fresh_lru_on_overwrite {
@@ -304,8 +307,45 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             self.in_place += 1;
         }
-        self.close(handle, key, WrittenBy::KeyApi, expiry);
-        Ok(())
+        // A failed deadline leaves the key its old TTL in place, none as a new key.
+        self.finish(Some(handle), key, WrittenBy::KeyApi, set, Resolved::Keep)
+    }
+
+    /// Finishes a written key whose expiry `set` tried to set: closed with it; where that failed
+    /// (or the key could not be opened: `handle` none), signalled and reported as it stands, with
+    /// `held`, the expiry it kept, or as gone: a replica must hold what the primary holds. The
+    /// failure is returned once the key is reported.
+    fn finish(
+        &mut self,
+        handle: Option<K::Key>,
+        key: K::Arg,
+        by: WrittenBy,
+        set: Result<Resolved, Abort>,
+        held: Resolved,
+    ) -> Result<(), Abort> {
+        let abort = match (handle, set) {
+            (Some(handle), Ok(expiry)) => {
+                self.close(handle, key, by, expiry);
+                return Ok(());
+            }
+            (Some(handle), Err(abort)) => {
+                drop(handle);
+                abort
+            }
+            (None, set) => set.err().unwrap_or(Abort("open the key")),
+        };
+        self.keyspace.signal(key);
+        let there = self
+            .keyspace
+            .look(key)
+            .is_some_and(|h| h.contents() != Contents::Nothing);
+        if there {
+            self.sink.written(key, by, held);
+            self.written += 1;
+        } else {
+            self.sink.vanished(key);
+        }
+        Err(abort)
     }
 
     /// Closes a key whose deadline the module set (`expiry`, as [`Self::apply_expiry`] resolved
@@ -428,6 +468,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             _ => Vec::new(),
         };
         self.call_on(part, ServerCommand::Mset, Head::None, Vec::new())?;
+        // Every key MSET wrote is finished and reported, a failure on one or not: MSET left it
+        // without a TTL, which a replica must know.
+        let mut outcome = Ok(());
         let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
             // Once every key left takes one deadline and nothing else, they go the short way.
@@ -435,34 +478,43 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 (self.deadline.resolved(), kept.is_empty(), lfu.is_done())
             {
                 let rest = part.flat.get(2 * index..).unwrap_or_default();
-                return self.expire_each(rest, at);
+                return outcome.and(self.expire_each(rest, at));
             }
-            let mut handle = self.open(key, Touch::No)?;
-            let expiry =
-                self.apply_expiry(&mut handle, kept.get(index).copied().flatten(), false)?;
-            if let Some(lfu) = lfu.of(index) {
+            let mut handle = self.keyspace.open(key, Touch::No);
+            let set = match handle.as_mut() {
+                Some(handle) => {
+                    let kept = kept.get(index).copied().flatten();
+                    self.apply_expiry(handle, kept, false)
+                }
+                None => Err(Abort("open the key")),
+            };
+            if let (Some(lfu), Some(handle)) = (lfu.of(index), handle.as_mut()) {
                 handle.set_lfu(lfu);
             }
             // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
             // it): signal it again as the caller.
-            self.close(handle, key, WrittenBy::Command, expiry);
+            let done = self.finish(handle, key, WrittenBy::Command, set, Resolved::Persist);
+            outcome = outcome.and(done);
         }
-        Ok(())
+        outcome
     }
 
     /// Sets deadline `at` on each key of `pairs`, which a server command wrote, and closes them:
-    /// the common case of [`Self::flush_to_mset`], in a loop of its own.
+    /// the common case of [`Self::flush_to_mset`], in a loop of its own (every key finished).
     fn expire_each(&mut self, pairs: &[K::Arg], at: i64) -> Result<(), Abort> {
+        let mut outcome = Ok(());
         for pair in pairs.chunks_exact(2) {
             let Some(&key) = pair.first() else { continue };
-            let mut handle = self.open(key, Touch::No)?;
-            if !handle.expire_at(at) {
-                return Err(Abort("set the expiry"));
-            }
+            let mut handle = self.keyspace.open(key, Touch::No);
+            let set = match handle.as_mut().map(|handle| handle.expire_at(at)) {
+                Some(true) => Ok(Resolved::At(at)),
+                _ => Err(Abort("set the expiry")),
+            };
             // MSET signalled the key as a client of its own: signalled again as the caller.
-            self.close(handle, key, WrittenBy::Command, Resolved::At(at));
+            let done = self.finish(handle, key, WrittenBy::Command, set, Resolved::Persist);
+            outcome = outcome.and(done);
         }
-        Ok(())
+        outcome
     }
 
     /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
@@ -470,14 +522,19 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let tail = deadline::options(self.deadline.expiry());
         self.call_on(part, ServerCommand::Msetex, Head::Numkeys, tail)?;
         if let Expiry::In(_) = self.deadline.expiry() {
-            let first = part.keys().next().ok_or(Abort("read the deadline"))?;
-            let at = self.deadline_of(first).ok_or(Abort("read the deadline"))?;
-            self.deadline.took_effect(at);
+            // One deadline for every key, from the built-in's clock: any key's tells it.
+            let mut keys = part.keys();
+            let at = keys.find_map(|key| self.deadline_of(key));
+            self.deadline
+                .took_effect(at.ok_or(Abort("read the deadline"))?);
         }
         let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
-            if let Some(lfu) = lfu.of(index) {
-                self.open(key, Touch::No)?.set_lfu(lfu);
+            // An access counter that cannot be put back is no reason to leave a key unsent.
+            if let (Some(lfu), Some(mut handle)) =
+                (lfu.of(index), self.keyspace.open(key, Touch::No))
+            {
+                handle.set_lfu(lfu);
             }
             // As for MSET: signalled again as the caller.
             self.keyspace.signal(key);

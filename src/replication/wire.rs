@@ -153,10 +153,20 @@ impl<A: Copy, L: Link<A>> Drop for Wire<'_, A, L> {
 
 impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
     fn written(&mut self, _key: A, by: WrittenBy, expiry: Resolved) {
-        self.expiry = Some(expiry);
+        // SET with `!` replicated itself (and every key of its call).
+        if by == WrittenBy::ReplicatedCommand {
+            return;
+        }
+        // A key left with another expiry than the keys waiting (a deadline that failed): those
+        // go first, with theirs.
+        if self.expiry.is_some_and(|pending| pending != expiry) {
+            let _ = self.send_written();
+        }
+        if self.expiry != Some(expiry) {
+            self.expiry = Some(expiry);
+            self.set_options.clear();
+        }
         match (self.sends, by) {
-            // SET with `!` replicated itself (and every key of its call).
-            (_, WrittenBy::ReplicatedCommand) => return,
             (Sends::PerKey, _) | (_, WrittenBy::Command) => {}
             (Sends::CountOnly { at_end: false }, _) => self.link.count_change(),
             _ => self.uncounted += 1,
@@ -167,6 +177,16 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
         if self.sends == Sends::PerKey && self.sent + 1 == self.written {
             self.send_set();
         }
+    }
+
+    fn vanished(&mut self, _key: A) {
+        // What waits goes first; this pair is skipped (a waiting pair that could not be sent
+        // keeps it waiting, and the call reports the failure).
+        let _ = self.send_written();
+        if self.sent == self.written {
+            self.sent += 1;
+        }
+        self.written += 1;
     }
 }
 

@@ -42,6 +42,19 @@ struct Store {
     /// Value writes so far (key API stores, batch commands), and the one that fails or panics.
     writes: Cell<usize>,
     fault: Cell<Option<(usize, Fault)>>,
+    /// Opens for writing and deadlines set so far, and the one that fails (none is returned, or
+    /// the deadline is not set; the key stays as it is).
+    opens: Cell<usize>,
+    open_fault: Cell<Option<usize>>,
+    expiries: Cell<usize>,
+    expiry_fault: Cell<Option<usize>>,
+}
+
+/// Counts one more `count`; true where `fault` is that one.
+fn hit(count: &Cell<usize>, fault: &Cell<Option<usize>>) -> bool {
+    let n = count.get();
+    count.set(n + 1);
+    fault.get() == Some(n)
 }
 
 /// How an injected failure shows.
@@ -156,11 +169,14 @@ impl<'s> OpenKey<&'s [u8]> for Handle<'s> {
         self.expire_at(NOW + ms).then_some(NOW + ms)
     }
     fn expire_at(&mut self, at: i64) -> bool {
-        self.store
-            .edit(&self.key, |entry| entry.deadline = Some(at))
+        !hit(&self.store.expiries, &self.store.expiry_fault)
+            && self
+                .store
+                .edit(&self.key, |entry| entry.deadline = Some(at))
     }
     fn persist(&mut self) -> bool {
-        self.store.edit(&self.key, |entry| entry.deadline = None)
+        !hit(&self.store.expiries, &self.store.expiry_fault)
+            && self.store.edit(&self.key, |entry| entry.deadline = None)
     }
     fn lfu(&self) -> Option<i64> {
         Some(self.store.keys.borrow().get(&self.key).map_or(0, |e| e.lfu))
@@ -178,6 +194,9 @@ impl<'s> Keyspace for &'s Store {
     type Key = Handle<'s>;
 
     fn open(&self, key: &'s [u8], touch: Touch) -> Option<Handle<'s>> {
+        if hit(&self.opens, &self.open_fault) {
+            return None;
+        }
         if touch == Touch::Yes {
             self.log(format!("access {}", text(key)));
             self.edit(key, |entry| entry.lfu += 1);
@@ -265,6 +284,9 @@ struct Recorder(Vec<(String, WrittenBy, Resolved)>);
 impl<'s> Sink<&'s [u8]> for Recorder {
     fn written(&mut self, key: &'s [u8], by: WrittenBy, expiry: Resolved) {
         self.0.push((text(key), by, expiry));
+    }
+    fn vanished(&mut self, key: &'s [u8]) {
+        panic!("{} vanished", text(key));
     }
 }
 
@@ -723,8 +745,16 @@ fn replica(seed: &State, commands: &[Vec<String>]) -> State {
     keys
 }
 
+/// Where an open or a deadline fails.
+#[derive(Debug, Clone, Copy)]
+enum Site {
+    Open(usize),
+    Expiry(usize),
+}
+
 /// Every profile and mode, every expiry, a call with every write path: a failure or a panic at
-/// each value write, a refused command at each replicate (and the finish), a failing counter.
+/// each value write, a failure to open a key or to set its deadline at each one, a refused command
+/// at each replicate (and the finish), a failing counter.
 /// Whatever the call answered, what the link received makes a replica of the primary.
 #[test]
 fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
@@ -772,26 +802,35 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
                     counter: Some(CString::from(c"m.changes")),
                     counts_at_end: profile.verbatim_copies_call,
                 };
-                // One run without faults tells how many writes and replicates a call makes.
-                let (writes, attempts) = {
+                // One run without faults tells how many writes, opens, deadlines and replicates
+                // a call makes.
+                let (writes, opens, expiries, attempts) = {
                     let store = seed();
                     let sent = Received::default();
                     run(&store, &profile, &pairs, expiry, replication, &sent).expect("no fault");
-                    (store.writes.get(), sent.attempts.get())
+                    let counts = (store.writes.get(), store.opens.get(), store.expiries.get());
+                    (counts.0, counts.1, counts.2, sent.attempts.get())
                 };
                 let faults = (0..writes)
                     .flat_map(|at| {
                         [
-                            (Some((at, Fault::Fails)), None),
-                            (Some((at, Fault::Panics)), None),
+                            (Some((at, Fault::Fails)), None, None),
+                            (Some((at, Fault::Panics)), None, None),
                         ]
                     })
-                    .chain((0..attempts).map(|at| (None, Some(at))));
-                for (fault, refuse) in faults.chain([(None, None)]) {
+                    .chain((0..opens).map(|at| (None, Some(Site::Open(at)), None)))
+                    .chain((0..expiries).map(|at| (None, Some(Site::Expiry(at)), None)))
+                    .chain((0..attempts).map(|at| (None, None, Some(at))));
+                for (fault, site, refuse) in faults.chain([(None, None, None)]) {
                     for refuse_counter in [false, true] {
                         let store = seed();
                         let before = state(&store);
                         store.fault.set(fault);
+                        match site {
+                            Some(Site::Open(at)) => store.open_fault.set(Some(at)),
+                            Some(Site::Expiry(at)) => store.expiry_fault.set(Some(at)),
+                            None => {}
+                        }
                         let sent = Received {
                             refuse,
                             refuse_counter,
@@ -803,8 +842,8 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
                         assert_eq!(
                             replica(&before, &sent.commands.borrow()),
                             state(&store),
-                            "{profile:?} {expiry:?} {replication:?} fault {fault:?} refused \
-                             {refuse:?} counter refused {refuse_counter}: {:?}",
+                            "{profile:?} {expiry:?} {replication:?} fault {fault:?} {site:?} \
+                             refused {refuse:?} counter refused {refuse_counter}: {:?}",
                             sent.commands.borrow()
                         );
                         checked += 1;

@@ -10,7 +10,7 @@ use crate::ffi::{
 use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
-use crate::server::{Callable, Environment, Server};
+use crate::server::{Callable, Environment, Server, SlotExport};
 use crate::syntax::ACL_CATEGORIES;
 use crate::{command, load_args, plan, stats};
 
@@ -64,8 +64,9 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         ffi::log(raw, LogLevel::Notice, &note);
     }
     let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+    let cluster = ffi::cluster_enabled(raw);
     let environment = Environment {
-        cluster: ffi::cluster_enabled(raw),
+        cluster,
         io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
         jemalloc: allocator
             .first()
@@ -80,10 +81,12 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
         acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
         key_specs: ffi::key_specs_available(),
+        slot_migrations_at_load: cluster.then(|| ffi::slot_migrations_listed(raw)).flatten(),
     };
     match plan::plan(&options, &server, environment)? {
         Plan::BuiltinServes { line, profile } => {
-            ffi::set_module_options(raw, profile.atomic_slot_migration, profile.signal_on_close)?;
+            let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
+            ffi::set_module_options(raw, asm, on_close, false)?;
             ffi::log(raw, LogLevel::Notice, &line);
             Ok(())
         }
@@ -94,13 +97,22 @@ fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
 /// Executes a plan, in its order.
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let profile = &plan.module.profile;
-    ffi::set_module_options(raw, profile.atomic_slot_migration, profile.signal_on_close)?;
+    ffi::set_module_options(
+        raw,
+        profile.atomic_slot_migration,
+        profile.signal_on_close,
+        profile.replicate_without_lookup,
+    )?;
     ffi::register_info::<Info>(raw)?;
     let mut warnings: Vec<String> = Vec::new();
     for command in &plan.commands {
         create(raw, command, profile.acl, &mut warnings)?;
     }
-    let watching = ffi::watch::<Hooks>(raw);
+    let export_event = match profile.slot_export {
+        SlotExport::Announced { event, .. } => Some(event),
+        SlotExport::None => None,
+    };
+    let watching = ffi::watch::<Hooks>(raw, export_event);
     if !watching && plan.module.keys.filters() {
         return Err(
             "this server offers no command filter or server events to this module, and \
@@ -220,6 +232,23 @@ impl ffi::Hooks for Hooks {
 
     fn on_replication_event() {
         replication::on_listener_may_appear();
+    }
+
+    fn on_event(event: u64, subevent: u64) {
+        let Some(module) = LOADED.get() else { return };
+        if let SlotExport::Announced {
+            event: export,
+            started,
+            ended,
+            ..
+        } = module.profile.slot_export
+        {
+            if event == export && subevent == started {
+                replication::on_slot_export(true);
+            } else if event == export && ended.contains(&subevent) {
+                replication::on_slot_export(false);
+            }
+        }
     }
 
     fn on_cron() {

@@ -158,6 +158,10 @@ pub struct Environment {
     /// Whether the module API can register key specifications (`RedisModule_SetCommandInfo`:
     /// Redis 7.0+, Valkey).
     pub key_specs: bool,
+    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a slot migration job when the module loaded
+    /// (Valkey 9+ in cluster mode, whose exports the module cannot see otherwise once started);
+    /// `None` if not asked or unreadable.
+    pub slot_migrations_at_load: Option<bool>,
 }
 
 #[cfg(test)]
@@ -184,6 +188,7 @@ impl Environment {
             // Redis 8.4.0 to 8.4.3 read a keynum spec without its step (fixed in 8.4.4).
             keynum_step: serving.then_some(!(redis && server.version < (8, 4, 4))),
             key_specs: !(redis && server.version < (7, 0, 0)),
+            slot_migrations_at_load: Some(false),
             acl: if redis && server.version < (7, 0, 0) {
                 AclCheck::CommandName
             } else if redis && server.version < (7, 2, 0) {
@@ -334,6 +339,10 @@ pub struct Profile {
     /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey; Redis 8.6's
     /// fires `expire` before `set`).
     pub builtin_writes_as_set: bool,
+    /// A module may tell the server not to look up each command it replicates by name (Valkey's
+    /// `SKIP_COMMAND_VALIDATION` option, where the server knows it): about 1,300 instructions a
+    /// replicated command on Redis, which has no such option.
+    pub replicate_without_lookup: bool,
     /// Whether the server reads a KEYNUM key spec with its step, as it answered.
     pub keynum_step: KeynumStep,
     /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
@@ -355,6 +364,9 @@ pub struct Profile {
     pub past_deadline: PastDeadline,
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
+    /// How the server announces that it starts streaming a slot's writes to another node (an
+    /// atomic slot migration, in cluster mode), which consumes what the module replicates.
+    pub slot_export: SlotExport,
     /// How ACL rules reach MSETEX: module commands get categories from Redis 7.2 (and in every
     /// Valkey); Redis 7.0 can only be asked about other commands; 6.2 not at all. As offered by
     /// the module API, not by version.
@@ -388,6 +400,25 @@ impl KeynumStep {
             KeynumStep::NotAsked => c"not_asked",
         }
     }
+}
+
+/// Whether a slot export (atomic slot migration) can consume what the module replicates, and how
+/// the server announces one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotExport {
+    /// None can (not cluster mode, or no atomic slot migration: Redis before 8.4, Valkey before 9).
+    None,
+    /// Server event `event` fires with subevent `started` when this node starts streaming a
+    /// slot's writes (Redis 8.4.0 cluster_asm.c, Valkey 9.1.2 cluster_migrateslots.c: before the
+    /// export's first write), and `ended` when it stops. `listed_at_load`: whether a job could
+    /// already run when the module loaded (`None`: unknown; Redis's exports keep a backlog the
+    /// `INFO replication` probe sees).
+    Announced {
+        event: u64,
+        started: u64,
+        ended: [u64; 2],
+        listed_at_load: Option<bool>,
+    },
 }
 
 /// How a server routes a module command in cluster mode where it reads command keys on I/O threads.
@@ -430,6 +461,7 @@ impl Profile {
             filters_see_script_calls: redis,
             key_specs: environment.key_specs,
             builtin_writes_as_set: !redis,
+            replicate_without_lookup: !redis,
             keynum_step: KeynumStep::answered(environment.keynum_step),
             in_place: environment.jemalloc.then_some(server.embedding()),
             fires_overwritten: redis && server.at_least((8, 2), (0, 0)),
@@ -443,6 +475,24 @@ impl Profile {
                 PastDeadline::Store
             },
             atomic_slot_migration: !redis && server.at_least((0, 0), (9, 0)),
+            slot_export: match (environment.cluster, redis) {
+                (false, _) => SlotExport::None,
+                // REDISMODULE_EVENT_CLUSTER_SLOT_MIGRATION: MIGRATE_STARTED, _FAILED, _COMPLETED.
+                (true, true) if server.at_least((8, 4), (0, 0)) => SlotExport::Announced {
+                    event: 18,
+                    started: 3,
+                    ended: [4, 5],
+                    listed_at_load: Some(false),
+                },
+                // VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION: EXPORT_STARTED, _ABORTED, _COMPLETED.
+                (true, false) if server.at_least((0, 0), (9, 0)) => SlotExport::Announced {
+                    event: 19,
+                    started: 1,
+                    ended: [3, 5],
+                    listed_at_load: environment.slot_migrations_at_load,
+                },
+                (true, _) => SlotExport::None,
+            },
             acl: environment.acl,
         }
     }
@@ -468,10 +518,15 @@ impl Profile {
         self.builtin == Builtin::Serving && !self.cluster
     }
 
-    /// Whether "nobody receives replicated commands" can be proven from `INFO replication` and the
-    /// replication commands clients send: never in cluster mode (see [`Profile::cluster`]).
+    /// Whether "nobody receives replicated commands" can be proven from `INFO replication`, the
+    /// replication commands clients send and the server's events: in cluster mode, only where no
+    /// slot export can be under way unseen (no atomic slot migration; or its start announced, and
+    /// on Valkey, no job listed at load, as a module loaded during one would not see it).
     pub fn shortcut_allowed(&self) -> bool {
-        !self.cluster
+        match self.slot_export {
+            SlotExport::None => true,
+            SlotExport::Announced { listed_at_load, .. } => listed_at_load == Some(false),
+        }
     }
 }
 

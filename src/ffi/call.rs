@@ -196,20 +196,23 @@ impl<'call> Ctx<'call> {
         value: Arg<'call>,
         tail: &[OwnedString],
     ) -> bool {
-        if tail.len() > 2 {
-            return false; // never cut a command short on the wire
-        }
-        let mut ptrs: [_; 2] = std::array::from_fn(|i| tail.get(i).map_or(null_mut(), |s| s.ptr));
-        // SAFETY: "ssv": two live strings, an array of them and its length; the server refs them.
+        // One `s` per argument: the server sizes its vector from the format once ("v" grows it).
+        let (format, [first, second]) = match tail {
+            [] => (c"ss", [null_mut(); 2]),
+            [one] => (c"sss", [one.ptr, null_mut()]),
+            [one, two] => (c"ssss", [one.ptr, two.ptr]),
+            _ => return false, // never cut a command short on the wire
+        };
+        // SAFETY: as many live strings as the format has `s`; the server refs them.
         unsafe {
             (self.api.replicate)(
                 self.raw,
                 command.as_ptr(),
-                c"ssv".as_ptr(),
+                format.as_ptr(),
                 key.ptr,
                 value.ptr,
-                ptrs.as_mut_ptr(),
-                tail.len(),
+                first,
+                second,
             ) == OK
         }
     }

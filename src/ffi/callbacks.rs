@@ -56,6 +56,8 @@ pub trait Hooks {
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
+    /// Another server event this module subscribed to (see [`super::watch`]).
+    fn on_event(event: u64, subevent: u64);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,12 +164,15 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
 pub(super) unsafe extern "C" fn server_event<H: Hooks>(
     _ctx: *mut RawCtx,
     event: raw::RedisModuleEvent,
-    _subevent: u64,
+    subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| match event.id {
         raw::REDISMODULE_EVENT_CRON_LOOP => H::on_cron(),
-        _ => H::on_replication_event(),
+        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED | raw::REDISMODULE_EVENT_LOADING => {
+            H::on_replication_event()
+        }
+        id => H::on_event(id, subevent),
     }));
 }
 

@@ -78,3 +78,10 @@ pub fn command_keys(ctx: *mut RawCtx, call: &[&[u8]]) -> Option<Vec<Vec<u8>>> {
     let args = [&[b"GETKEYS".as_slice()][..], call].concat();
     Ctx::of(ctx)?.call(c"COMMAND", &args)?.into_iter().collect()
 }
+
+/// Whether `CLUSTER GETSLOTMIGRATIONS` lists any slot migration job (Valkey 9+); `None` if it
+/// answered no list (another server, CLUSTER renamed away).
+pub fn slot_migrations_listed(ctx: *mut RawCtx) -> Option<bool> {
+    let jobs = Ctx::of(ctx)?.call(c"CLUSTER", &[b"GETSLOTMIGRATIONS"])?;
+    Some(!jobs.is_empty())
+}

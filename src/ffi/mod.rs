@@ -21,7 +21,7 @@ pub use ctx::{
 };
 pub use facts::{
     cluster_enabled, command_callable, command_keys, config_number, original_command_name,
-    server_info_fields,
+    server_info_fields, slot_migrations_listed,
 };
 pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::{

@@ -26,20 +26,26 @@ pub fn set_module_options(
     ctx: *mut RawCtx,
     atomic_slot_migration: bool,
     signal_on_close: bool,
+    skip_command_validation: bool,
 ) -> Result<(), String> {
     let api = api()?;
     let mut options = raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD as c_int;
     if !signal_on_close {
         options |= raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
     }
-    if atomic_slot_migration {
-        // VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION, if the server knows it.
-        const ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
-        // SAFETY: no arguments; returns the option bits the server knows.
-        let known = api.get_module_options_all.map_or(0, |all| unsafe { all() });
-        if known & ATOMIC_SLOT_MIGRATION != 0 {
-            options |= ATOMIC_SLOT_MIGRATION;
-        }
+    // SAFETY: no arguments; returns the option bits the server knows.
+    let known = api.get_module_options_all.map_or(0, |all| unsafe { all() });
+    // VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION, if the server knows it.
+    const ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
+    if atomic_slot_migration && known & ATOMIC_SLOT_MIGRATION != 0 {
+        options |= ATOMIC_SLOT_MIGRATION;
+    }
+    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it (Valkey): what the
+    // module replicates (SET, MSETEX, its own commands) is checked at load, so the server need
+    // not look each command up again by name (it still does while a slot migrates).
+    const SKIP_COMMAND_VALIDATION: c_int = 1 << 4;
+    if skip_command_validation && known & SKIP_COMMAND_VALIDATION != 0 {
+        options |= SKIP_COMMAND_VALIDATION;
     }
     // SAFETY: ctx is the load context.
     unsafe { (api.set_module_options)(ctx, options) };
@@ -68,9 +74,9 @@ fn checked<T>(status: c_int, done: T, why: impl FnOnce() -> String) -> Result<T,
     (status == OK).then_some(done).ok_or_else(why)
 }
 
-/// Subscribes `H` to role changes, loading and cron, and makes it the command filter (every command
-/// but the module's own calls); false if the server cannot deliver one of them.
-pub fn watch<H: Hooks>(ctx: *mut RawCtx) -> bool {
+/// Subscribes `H` to role changes, loading, cron and `event` (if any), and makes it the command
+/// filter (every command but the module's own calls); false if the server cannot deliver one.
+pub fn watch<H: Hooks>(ctx: *mut RawCtx, event: Option<u64>) -> bool {
     API.get().is_some_and(|api| {
         let events = [
             raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
@@ -78,6 +84,7 @@ pub fn watch<H: Hooks>(ctx: *mut RawCtx) -> bool {
             raw::REDISMODULE_EVENT_CRON_LOOP,
         ]
         .into_iter()
+        .chain(event)
         .all(|id| {
             let event = raw::RedisModuleEvent { id, dataver: 1 };
             // SAFETY: ctx is the load context; server_event is a static RedisModuleEventCallback.

@@ -27,6 +27,7 @@ fn environment(cluster: bool, io_threads: Option<u32>) -> Environment {
         keynum_step: None,
         acl: AclCheck::Categories,
         key_specs: true,
+        slot_migrations_at_load: None,
     }
 }
 

@@ -2,7 +2,7 @@
 //! nothing and only counts its changes (DESIGN.md, "Nobody listens").
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 /// Who may receive replicated commands besides the AOF (read on every call): a SYNC/PSYNC, role
 /// change or load ends "nobody" at once; only an `INFO replication` probe (cron) sets it again.
@@ -43,6 +43,19 @@ impl ReplicationInfo {
     }
 }
 
+/// Slot exports under way (atomic slot migration): they stream what the module replicates.
+static EXPORTS: AtomicU32 = AtomicU32::new(0);
+
+/// A slot export started (it ends "nobody" until it ends), or ended.
+pub fn on_slot_export(started: bool) {
+    if started {
+        EXPORTS.fetch_add(1, Ordering::Relaxed);
+        on_listener_may_appear();
+    } else {
+        let _ = EXPORTS.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+}
+
 /// Records whether every signal the state relies on is in place (and the profile allows it).
 pub fn set_watching(ok: bool) {
     LISTENERS.store(if ok { POSSIBLE } else { NOT_WATCHED }, Ordering::Relaxed);
@@ -69,9 +82,10 @@ pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
     LISTENERS.store(if proven { NOBODY } else { POSSIBLE }, Ordering::Relaxed);
 }
 
-/// Nothing can receive a replicated command now: no AOF (`aof_on`, exact) nor replica or backlog.
+/// Nothing can receive a replicated command now: no AOF (`aof_on`, exact) nor replica, backlog or
+/// slot export.
 pub fn nobody_listens(aof_on: bool) -> bool {
-    !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY
+    !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY && EXPORTS.load(Ordering::Relaxed) == 0
 }
 
 /// For `INFO msetex`: `none` (nothing is sent), `aof`, or `possible`.

@@ -7,7 +7,7 @@ mod wire;
 
 pub use listeners::{
     is_replication_handshake, listeners_label, nobody_listens, on_cron, on_listener_may_appear,
-    set_watching, ReplicationInfo, PROBED_FIELDS,
+    on_slot_export, set_watching, ReplicationInfo, PROBED_FIELDS,
 };
 #[cfg(test)]
 pub use modes::{CallForm, Sent};

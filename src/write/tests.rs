@@ -300,6 +300,7 @@ const ENVIRONMENT: Environment = Environment {
     keynum_step: None,
     acl: AclCheck::Categories,
     key_specs: true,
+    slot_migrations_at_load: None,
 };
 
 fn profile(product: Product, version: (u32, u32, u32)) -> Profile {

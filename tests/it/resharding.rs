@@ -147,6 +147,12 @@ fn migrate_while_writing(config: ServerConfig, writes: Writes, name: &str) -> us
     let mut src = source.client();
     let slot: i64 = q(&mut src, &["CLUSTER", "KEYSLOT", TAG]);
     assert!(slot >= 8192, "{TAG} must hash to the second node's half");
+    // Nothing consumes what the module replicates until the export starts: the module replicates
+    // nothing then, and the server's slot migration event must end that in time.
+    let none = eventually(Duration::from_secs(10), || {
+        info_field(&mut src, "msetex", "msetex_replication_listeners").as_deref() == Some("none")
+    });
+    assert!(none, "the source never proved that nobody listens");
     q::<(), _>(
         &mut src,
         &[

@@ -1,5 +1,6 @@
 //! Everything the server calls, and the only place `ffi` calls up into: the load (read the server,
-//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, INFO, MODULE UNLOAD).
+//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, configurations, INFO,
+//! MODULE UNLOAD).
 
 use std::ffi::CStr;
 
@@ -12,7 +13,7 @@ use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server};
 use crate::syntax::ACL_CATEGORIES;
-use crate::{command, load_args, plan, stats};
+use crate::{command, config, plan, stats};
 
 /// The module, as the server loads and unloads it.
 pub struct Entry;
@@ -46,7 +47,9 @@ const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
 /// MODULE LOAD / `loadmodule`.
 fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
-    let options = load_args::parse_load_args(args)?;
+    let given = config::parse_load_args(args)?;
+    ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
+    let options = config::settle(&given)?;
     let fields = ffi::server_info_fields(
         c"server",
         &["redis_version", "server_name", "valkey_version"],
@@ -230,6 +233,19 @@ impl ffi::Hooks for Hooks {
     }
 }
 
+/// `msetex.syntax`, `msetex.replicate`, `msetex.command-name` (`config::CHOICES`).
+struct Configs;
+
+impl ffi::Configs for Configs {
+    fn get(index: usize) -> String {
+        config::get(index)
+    }
+
+    fn set(index: usize, value: &str) -> Result<(), String> {
+        config::set(index, value)
+    }
+}
+
 /// `INFO msetex`.
 struct Info;
 
@@ -241,6 +257,7 @@ impl ffi::InfoSection for Info {
         let mut text = |name, text| fields.push((name, InfoValue::Text(text)));
         text(c"replication_listeners", listeners);
         if let Some(module) = LOADED.get() {
+            text(c"command_name", &module.c_name);
             text(c"syntax", module.syntax.label());
             text(c"replicate", module.replication.mode.label());
             text(c"acl", module.profile.acl.label());

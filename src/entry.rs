@@ -3,6 +3,7 @@
 //! MODULE UNLOAD).
 
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::acl::AclCheck;
 use crate::ffi::{
@@ -24,12 +25,13 @@ impl ffi::Module for Entry {
     }
 
     /// Whether MODULE UNLOAD may go ahead: only where nothing was registered (the server's own
-    /// MSETEX serves). Every server of the matrix can crash once a module command is gone: a
-    /// client that queued it in MULTI runs freed memory at EXEC (all ten), one that last ran it
-    /// makes Redis 8.0+ reuse it, ACL rules naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to
-    /// 8.1; no module API says whether any client or rule still holds it.
+    /// MSETEX serves) or nothing can hold a command of the module ([`UNHELD`]). Every server of
+    /// the matrix can crash once a module command is gone: a client that queued it in MULTI runs
+    /// freed memory at EXEC (all ten), one that last ran it makes Redis 8.0+ reuse it, ACL rules
+    /// naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to 8.1; no module API says whether any
+    /// client or rule still holds it.
     fn may_unload(ctx: &Ctx<'_>) -> bool {
-        if LOADED.get().is_none() {
+        if LOADED.get().is_none() || UNHELD.load(Ordering::Relaxed) {
             return true;
         }
         ctx.log_warning(
@@ -40,6 +42,12 @@ impl ffi::Module for Entry {
         false
     }
 }
+
+/// Nothing can hold a command of the module: from the end of its load to the next command (the
+/// filter sees each, MODULE UNLOAD too; a `MODULE LOADEX` with a configuration the module lacks
+/// unloads it at once, Redis 8 asserting that it can), and once the server shuts down (Valkey
+/// 9.1+ unloads every module then).
+static UNHELD: AtomicBool = AtomicBool::new(false);
 
 /// A call of the built-in MSETEX with two keys: where the server reads its KEYNUM key spec
 /// without the step, `COMMAND GETKEYS` answers only `a`.
@@ -129,6 +137,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     for warning in warnings {
         ffi::log(raw, LogLevel::Warning, &warning);
     }
+    UNHELD.store(watching, Ordering::Relaxed);
     Ok(())
 }
 
@@ -208,6 +217,7 @@ struct Hooks;
 
 impl ffi::Hooks for Hooks {
     fn filter_wants(name: &[u8]) -> bool {
+        UNHELD.store(false, Ordering::Relaxed);
         if replication::is_replication_handshake(name) {
             replication::on_listener_may_appear();
             return false;
@@ -230,6 +240,10 @@ impl ffi::Hooks for Hooks {
             let fields = ffi::server_info_fields(c"replication", &replication::PROBED_FIELDS);
             ReplicationInfo::from_fields(&fields)
         });
+    }
+
+    fn on_shutdown() {
+        UNHELD.store(true, Ordering::Relaxed);
     }
 }
 

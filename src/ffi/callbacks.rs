@@ -58,6 +58,8 @@ pub trait Hooks {
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
+    /// The server shuts down (before Valkey 9.1+ unloads its modules).
+    fn on_shutdown();
 }
 
 /// The module's configurations, by their index (see [`super::register_configs`]).
@@ -176,6 +178,7 @@ pub(super) unsafe extern "C" fn server_event<H: Hooks>(
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| match event.id {
         raw::REDISMODULE_EVENT_CRON_LOOP => H::on_cron(),
+        raw::REDISMODULE_EVENT_SHUTDOWN => H::on_shutdown(),
         _ => H::on_replication_event(),
     }));
 }

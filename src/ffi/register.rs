@@ -96,14 +96,15 @@ pub fn register_configs<C: Configs>(
     checked(status, (), || why.into())
 }
 
-/// Subscribes `H` to role changes, loading and cron, and makes it the command filter (every command
-/// but the module's own calls); false if the server cannot deliver one of them.
+/// Subscribes `H` to role changes, loading, cron and shutdown, and makes it the command filter
+/// (every command but the module's own calls); false if the server cannot deliver one of them.
 pub fn watch<H: Hooks>(ctx: *mut RawCtx) -> bool {
     API.get().is_some_and(|api| {
         let events = [
             raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
             raw::REDISMODULE_EVENT_LOADING,
             raw::REDISMODULE_EVENT_CRON_LOOP,
+            raw::REDISMODULE_EVENT_SHUTDOWN,
         ]
         .into_iter()
         .all(|id| {

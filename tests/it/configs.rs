@@ -1,6 +1,6 @@
 //! The load choices as module configurations (Redis 7.0+, Valkey): config-file lines, `MODULE
 //! LOADEX ... CONFIG`, `CONFIG GET`, `CONFIG SET` (refused: every choice is fixed once loaded),
-//! `CONFIG REWRITE`; load arguments everywhere (the only way on Redis 6.2).
+//! `CONFIG REWRITE`; load arguments everywhere (the only way on Redis 6.2); quiet shutdowns.
 
 use std::collections::BTreeMap;
 
@@ -95,6 +95,12 @@ fn module_loadex_config_chooses_and_config_rewrite_keeps_it() {
         call.extend(args);
         raw_command(&call).query::<Value>(con)
     };
+    // A configuration the module does not have: the server unloads the module at once (Redis 8
+    // asserting that it can), and the module lets it, as no client can hold its commands yet.
+    let typo = loadex(&mut con, &["CONFIG", "msetex.syntx", "numkeys"]).unwrap_err();
+    assert!(error_text(&typo).contains("Error loading"), "{typo}");
+    assert_eq!(q::<String, _>(&mut con, &["PING"]), "PONG");
+    assert!(configs(&mut con).is_empty());
     // A configuration and a load argument that disagree refuse the load, in one line.
     let both = [
         "CONFIG",
@@ -236,5 +242,50 @@ fn load_arguments_choose_on_every_server() {
             .line("msetex.syntax numkeys")
             .start();
         serves_numkeys_as(&mut server.client(), "app.nk", "msetex");
+    }
+}
+
+#[test]
+fn a_normal_shutdown_logs_no_warning_about_the_module() {
+    // Valkey 9.1+ unloads every module at shutdown; the module lets it then, while an operator's
+    // MODULE UNLOAD is still refused with its reason.
+    for sigterm in [true, false] {
+        let mut server = Server::start();
+        let mut con = server.client();
+        q::<(), _>(&mut con, &["MSETEX", "60", "k", "v"]);
+        let refused = err(&mut con, &["MODULE", "UNLOAD", "msetex"]);
+        assert!(
+            refused.starts_with("ERR Error unloading module"),
+            "{refused}"
+        );
+        assert!(server.log().contains("<msetex> MODULE UNLOAD refused"));
+        // A client with MSETEX queued in MULTI as the server goes down.
+        let mut queued = server.client();
+        q::<(), _>(&mut queued, &["MULTI"]);
+        assert_eq!(
+            q::<String, _>(&mut queued, &["MSETEX", "60", "q", "v"]),
+            "QUEUED"
+        );
+
+        let before = server.log().len();
+        let exit = server.shut_down(sigterm);
+        assert!(exit.success(), "{exit:?}\n{}", server.log());
+        let log = server.log();
+        let shutdown = log.get(before..).unwrap_or_default();
+        let warnings: Vec<&str> = shutdown
+            .lines()
+            .filter(|line| line.split_whitespace().nth(5) == Some("#"))
+            .filter(|line| {
+                let line = line.to_ascii_lowercase();
+                line.contains("msetex") || line.contains("module")
+            })
+            .collect();
+        assert!(warnings.is_empty(), "sigterm {sigterm}:\n{shutdown}");
+        if target().at_least(None, Some((9, 1))) {
+            assert!(shutdown.contains("Module msetex unloaded"), "{shutdown}");
+        }
+        // And it starts again as it was.
+        server.restart();
+        assert_eq!(q::<String, _>(&mut server.client(), &["PING"]), "PONG");
     }
 }

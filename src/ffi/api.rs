@@ -37,7 +37,8 @@ macro_rules! module_api {
     };
 }
 
-// Every required function exists since Redis 6.2.2 (SetAbsExpire, GetAbsExpire the newest).
+// Every required function is exported since Redis 6.2.8 and 7.0.5 (SetAbsExpire, GetAbsExpire:
+// declared in 6.2.2, registered by redis/redis#11025).
 module_api! {
     required {
         call = RedisModule_Call: fn(*mut RedisModuleCtx, *const c_char, *const c_char; ...) -> *mut RedisModuleCallReply;

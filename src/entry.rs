@@ -1,7 +1,9 @@
 //! Everything the server calls, and the only place `ffi` calls up into: the load (read the server,
-//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, INFO, MODULE UNLOAD).
+//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, configurations, INFO,
+//! MODULE UNLOAD).
 
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::acl::AclCheck;
 use crate::ffi::{
@@ -12,7 +14,7 @@ use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
 use crate::server::{Callable, Environment, Server, SlotExport};
 use crate::syntax::ACL_CATEGORIES;
-use crate::{command, load_args, plan, stats};
+use crate::{command, config, plan, stats};
 
 /// The module, as the server loads and unloads it.
 pub struct Entry;
@@ -23,12 +25,13 @@ impl ffi::Module for Entry {
     }
 
     /// Whether MODULE UNLOAD may go ahead: only where nothing was registered (the server's own
-    /// MSETEX serves). Every server of the matrix can crash once a module command is gone: a
-    /// client that queued it in MULTI runs freed memory at EXEC (all ten), one that last ran it
-    /// makes Redis 8.0+ reuse it, ACL rules naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to
-    /// 8.1; no module API says whether any client or rule still holds it.
+    /// MSETEX serves) or nothing can hold a command of the module ([`UNHELD`]). Every server of
+    /// the matrix can crash once a module command is gone: a client that queued it in MULTI runs
+    /// freed memory at EXEC (all ten), one that last ran it makes Redis 8.0+ reuse it, ACL rules
+    /// naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to 8.1; no module API says whether any
+    /// client or rule still holds it.
     fn may_unload(ctx: &Ctx<'_>) -> bool {
-        if LOADED.get().is_none() {
+        if LOADED.get().is_none() || UNHELD.load(Ordering::Relaxed) {
             return true;
         }
         ctx.log_warning(
@@ -40,13 +43,21 @@ impl ffi::Module for Entry {
     }
 }
 
+/// Nothing can hold a command of the module: from the end of its load to the next command (the
+/// filter sees each, MODULE UNLOAD too; a `MODULE LOADEX` with a configuration the module lacks
+/// unloads it at once, Redis 8 asserting that it can), and once the server shuts down (Valkey
+/// 9.1+ unloads every module then).
+static UNHELD: AtomicBool = AtomicBool::new(false);
+
 /// A call of the built-in MSETEX with two keys: where the server reads its KEYNUM key spec
 /// without the step, `COMMAND GETKEYS` answers only `a`.
 const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
 /// MODULE LOAD / `loadmodule`.
 fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
-    let options = load_args::parse_load_args(args)?;
+    let given = config::parse_load_args(args)?;
+    ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
+    let options = config::settle(&given)?;
     let fields = ffi::server_info_fields(
         c"server",
         &["redis_version", "server_name", "valkey_version"],
@@ -138,6 +149,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     for warning in warnings {
         ffi::log(raw, LogLevel::Warning, &warning);
     }
+    UNHELD.store(watching, Ordering::Relaxed);
     Ok(())
 }
 
@@ -217,6 +229,7 @@ struct Hooks;
 
 impl ffi::Hooks for Hooks {
     fn filter_wants(name: &[u8]) -> bool {
+        UNHELD.store(false, Ordering::Relaxed);
         if replication::is_replication_handshake(name) {
             replication::on_listener_may_appear();
             return false;
@@ -257,6 +270,23 @@ impl ffi::Hooks for Hooks {
             ReplicationInfo::from_fields(&fields)
         });
     }
+
+    fn on_shutdown() {
+        UNHELD.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `msetex.syntax`, `msetex.replicate`, `msetex.command-name` (`config::CHOICES`).
+struct Configs;
+
+impl ffi::Configs for Configs {
+    fn get(index: usize) -> String {
+        config::get(index)
+    }
+
+    fn set(index: usize, value: &str) -> Result<(), String> {
+        config::set(index, value)
+    }
 }
 
 /// `INFO msetex`.
@@ -270,6 +300,7 @@ impl ffi::InfoSection for Info {
         let mut text = |name, text| fields.push((name, InfoValue::Text(text)));
         text(c"replication_listeners", listeners);
         if let Some(module) = LOADED.get() {
+            text(c"command_name", &module.c_name);
             text(c"syntax", module.syntax.label());
             text(c"replicate", module.replication.mode.label());
             text(c"acl", module.profile.acl.label());

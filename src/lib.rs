@@ -9,13 +9,13 @@
 
 mod acl;
 mod command;
+mod config;
 mod deadline;
 mod docs;
 mod entry;
 #[allow(unsafe_code)]
 mod ffi;
 mod keys;
-mod load_args;
 mod loaded;
 mod outcome;
 mod plan;

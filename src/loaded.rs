@@ -1,5 +1,7 @@
 //! What the module decided when it loaded (`plan`), read by every call without a lock.
 
+use std::ffi::CString;
+
 use crate::ffi::Slot;
 use crate::keys::Keys;
 use crate::replication::Replication;
@@ -10,6 +12,7 @@ use crate::syntax::Syntax;
 pub struct Loaded {
     /// The registered command name, in lower case.
     pub name: String,
+    pub c_name: CString,
     pub syntax: Syntax,
     pub replication: Replication,
     pub profile: Profile,

@@ -3,9 +3,9 @@
 use std::ffi::{CStr, CString};
 
 use crate::acl::AclCheck;
+use crate::config::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::docs::Docs;
 use crate::keys::Keys;
-use crate::load_args::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::loaded::Loaded;
 use crate::replication::{apply, Replication};
 use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
@@ -78,6 +78,7 @@ pub fn plan(
     let syntax_label = syntax.label().to_string_lossy().to_uppercase();
     let registered = format!("command '{name}' registered on {on} (SYNTAX {syntax_label})");
     let module = Loaded {
+        c_name: CString::new(name.as_str()).map_err(|e| e.to_string())?,
         name,
         syntax,
         replication,
@@ -94,13 +95,13 @@ pub fn plan(
     Ok(Plan::Register(Box::new(Registrations {
         registered,
         notes: notes.collect(),
-        commands: registrations(&module)?,
+        commands: registrations(&module),
         module,
     })))
 }
 
 /// The commands to register, in order: only what this deployment sends (ACL rules can hold each).
-fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
+fn registrations(module: &Loaded) -> Vec<Registration> {
     let documented = |name, role, flags, docs: Docs| Registration {
         name,
         role,
@@ -108,12 +109,12 @@ fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
         legacy_keys: docs.keys.legacy,
         docs: Some(docs),
     };
-    let name = CString::new(module.name.as_str()).map_err(|e| e.to_string())?;
     let docs = Docs {
         arity: module.keys.arity(),
         ..module.syntax.docs(module.keys.docs())
     };
-    let mut commands = vec![documented(name, Role::Msetex, module.keys.flags(), docs)];
+    let msetex = module.c_name.clone();
+    let mut commands = vec![documented(msetex, Role::Msetex, module.keys.flags(), docs)];
     if let Some(command) = module.replication.apply() {
         let (name, docs) = (command.to_owned(), apply::docs());
         commands.push(documented(name, Role::Apply, c"write deny-oom", docs));
@@ -127,7 +128,7 @@ fn registrations(module: &Loaded) -> Result<Vec<Registration>, String> {
             docs: None,
         });
     }
-    Ok(commands)
+    commands
 }
 
 /// Refuses the load unless every server command a call may run or replicate exists under its name

@@ -299,6 +299,50 @@ impl Server {
         self.spawn();
     }
 
+    /// A normal shutdown, by SIGTERM or by the SHUTDOWN command; returns how the server exited.
+    /// The server is down afterwards: `restart` it.
+    pub fn shut_down(&mut self, sigterm: bool) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("a running server");
+        if sigterm {
+            let pid = child.id().to_string();
+            let sent = Command::new("kill").args(["-TERM", &pid]).status();
+            assert!(
+                sent.is_ok_and(|status| status.success()),
+                "kill -TERM {pid}"
+            );
+        } else {
+            // The server closes the connection instead of answering.
+            let _ = redis::cmd("SHUTDOWN").query::<Value>(&mut self.client());
+        }
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit:\n{}", self.log());
+            sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops (SIGKILL) and starts again from redis.conf as the server left it (`CONFIG
+    /// REWRITE`), on its port, rather than from its [`ServerConfig`].
+    pub fn restart_as_rewritten(&mut self) {
+        self.kill();
+        let conf = self.dir().join("redis.conf");
+        let mut child = spawn_server(self.config.server(), &conf, &self.config.args);
+        if let Err(reason) = wait_until_ready(&mut child, self.port) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("redis-server {reason}; its log:\n{}", self.log());
+        }
+        self.child = Some(child);
+    }
+
+    /// The config file the server was started with (as `CONFIG REWRITE` left it).
+    pub fn config_file(&self) -> String {
+        fs::read_to_string(self.dir().join("redis.conf")).unwrap_or_default()
+    }
+
     /// Replaces redis.conf lines for the next start (e.g. drop the module).
     pub fn set_config(&mut self, config: ServerConfig) {
         self.config = config;

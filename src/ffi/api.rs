@@ -37,7 +37,8 @@ macro_rules! module_api {
     };
 }
 
-// Every required function exists since Redis 6.2.2 (SetAbsExpire, GetAbsExpire the newest).
+// Every required function is exported since Redis 6.2.8 and 7.0.5 (SetAbsExpire, GetAbsExpire:
+// declared in 6.2.2, registered by redis/redis#11025).
 module_api! {
     required {
         call = RedisModule_Call: fn(*mut RedisModuleCtx, *const c_char, *const c_char; ...) -> *mut RedisModuleCallReply;
@@ -109,6 +110,9 @@ module_api! {
         get_module_options_all = RedisModule_GetModuleOptionsAll: fn() -> c_int;
         // Redis 8.6.3 (not 8.0.6, Valkey 9.1.2): a config read directly, whatever rename-command did.
         config_get_numeric = RedisModule_ConfigGetNumeric: fn(*mut RedisModuleCtx, *const c_char, *mut c_longlong) -> c_int;
+        // Redis 7.0+ / Valkey: module configurations.
+        register_string_config = RedisModule_RegisterStringConfig: fn(*mut RedisModuleCtx, *const c_char, *const c_char, libc::c_uint, raw::RedisModuleConfigGetStringFunc, raw::RedisModuleConfigSetStringFunc, raw::RedisModuleConfigApplyFunc, *mut libc::c_void) -> c_int;
+        load_configs = RedisModule_LoadConfigs: fn(*mut RedisModuleCtx) -> c_int;
     }
 }
 

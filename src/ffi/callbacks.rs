@@ -1,9 +1,11 @@
 //! What the server calls: trampolines over the traits `crate::entry` implements, panics caught.
 
-use std::ffi::CStr;
+use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-use libc::{c_int, c_longlong};
+use libc::{c_char, c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleString};
 
 use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
@@ -56,8 +58,17 @@ pub trait Hooks {
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
+    /// The server shuts down (before Valkey 9.1+ unloads its modules).
+    fn on_shutdown();
     /// Another server event this module subscribed to (see [`super::watch`]).
     fn on_event(event: u64, subevent: u64);
+}
+
+/// The module's configurations, by their index (see [`super::register_configs`]).
+pub trait Configs {
+    fn get(index: usize) -> String;
+    /// The error is what `CONFIG SET` answers.
+    fn set(index: usize, value: &str) -> Result<(), String>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +180,7 @@ pub(super) unsafe extern "C" fn server_event<H: Hooks>(
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| match event.id {
         raw::REDISMODULE_EVENT_CRON_LOOP => H::on_cron(),
+        raw::REDISMODULE_EVENT_SHUTDOWN => H::on_shutdown(),
         raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED | raw::REDISMODULE_EVENT_LOADING => {
             H::on_replication_event()
         }
@@ -308,6 +320,46 @@ impl Filter {
         }
         status == OK
     }
+}
+
+/// The string last shown of each configuration (room for four): the server copies it at once;
+/// freed when the next replaces it.
+static SHOWN: [AtomicPtr<RedisModuleString>; 4] = [const { AtomicPtr::new(null_mut()) }; 4];
+
+pub(super) unsafe extern "C" fn config_get<C: Configs>(
+    _name: *const c_char,
+    index: *mut c_void,
+) -> *mut RedisModuleString {
+    let value = catch_unwind(|| C::get(index.addr())).unwrap_or_default();
+    let (Some(api), Some(shown)) = (API.get(), SHOWN.get(index.addr())) else {
+        return null_mut();
+    };
+    let Some(string) = OwnedString::from_bytes(api, value.as_bytes()) else {
+        return null_mut();
+    };
+    let shown_before = shown.swap(string.ptr, Ordering::Relaxed);
+    drop(OwnedString::new(shown_before, api));
+    std::mem::ManuallyDrop::new(string).ptr
+}
+
+pub(super) unsafe extern "C" fn config_set<C: Configs>(
+    _name: *const c_char,
+    value: *mut RedisModuleString,
+    index: *mut c_void,
+    err: *mut *mut RedisModuleString,
+) -> c_int {
+    let Some(api) = API.get() else { return ERR };
+    let value = String::from_utf8_lossy(Arg::of(api, value).bytes());
+    let set = catch_unwind(|| C::set(index.addr(), &value));
+    let error = match set.unwrap_or_else(|_| Err("internal error (panic caught)".to_owned())) {
+        Ok(()) => return OK,
+        Err(error) => OwnedString::from_bytes(api, error.as_bytes()),
+    };
+    if let (false, Some(error)) = (err.is_null(), error) {
+        // SAFETY: err is the server's out-parameter; the server frees the string.
+        unsafe { *err = std::mem::ManuallyDrop::new(error).ptr };
+    }
+    ERR
 }
 
 pub(super) unsafe extern "C" fn info_section<I: InfoSection>(

@@ -14,7 +14,7 @@ pub use acl::{acl_categories_available, acl_check_available, AclUser, Caller, Lo
 pub use api::{log, LogLevel, RawCtx, Slot};
 pub use call::{fresh_part, Head, Propagation, Values};
 pub use callbacks::{
-    on_load, on_unload, ArgsChange, Command, Hooks, InfoSection, InfoValue, Module, Piece,
+    on_load, on_unload, ArgsChange, Command, Configs, Hooks, InfoSection, InfoValue, Module, Piece,
 };
 pub use ctx::{
     Arg, ContextFlags, Ctx, EventClass, KeyPositions, LazyArg, OwnedString, Reply, Word,
@@ -25,7 +25,7 @@ pub use facts::{
 };
 pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::{
-    create_command, key_specs_available, register_info, set_acl_categories, set_command_info,
-    set_module_options, watch, Optional,
+    create_command, key_specs_available, register_configs, register_info, set_acl_categories,
+    set_command_info, set_module_options, watch, Optional,
 };
 pub use sds::Allocation;

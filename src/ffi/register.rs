@@ -1,6 +1,7 @@
 //! Load-time registrations: commands (docs, key specs, ACL categories), options, hooks, INFO.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::ptr::without_provenance_mut;
 
 use libc::c_int;
 use raw::RedisModuleCommandArg as CommandArg;
@@ -16,8 +17,8 @@ use raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE as FK_RANGE;
 use redis_module::raw;
 
 use super::api::{api, Api, RawCtx, API, OK};
-use super::callbacks::{command_entry, command_filter, info_section, server_event};
-use super::callbacks::{Command, Hooks, InfoSection};
+use super::callbacks::{command_entry, command_filter, config_get, config_set, info_section};
+use super::callbacks::{server_event, Command, Configs, Hooks, InfoSection};
 use crate::docs::{self, ArgKind, Docs, KeySpec};
 
 /// Module options: CloseKey's implicit "modified" signal off unless `signal_on_close`; declared
@@ -74,14 +75,43 @@ fn checked<T>(status: c_int, done: T, why: impl FnOnce() -> String) -> Result<T,
     (status == OK).then_some(done).ok_or_else(why)
 }
 
-/// Subscribes `H` to role changes, loading, cron and `event` (if any), and makes it the command
-/// filter (every command but the module's own calls); false if the server cannot deliver one.
+/// Registers each of `configs` (name, default) as the string configuration `msetex.<name>`, read
+/// and set through `C` by its index, then has the server set them from the config file or
+/// `MODULE LOADEX ... CONFIG`; nothing where the server has no module configurations (Redis 6.2).
+pub fn register_configs<C: Configs>(
+    ctx: *mut RawCtx,
+    configs: &[(CString, CString)],
+) -> Result<(), String> {
+    let api = api()?;
+    let (Some(register), Some(load)) = (api.register_string_config, api.load_configs) else {
+        return Ok(());
+    };
+    let (get, set) = (Some(config_get::<C> as _), Some(config_set::<C> as _));
+    for (index, (name, value)) in configs.iter().enumerate() {
+        let (name, value, index) = (name.as_ptr(), value.as_ptr(), without_provenance_mut(index));
+        // SAFETY: ctx is the load context; the server copies name and value (the default); the
+        // callbacks are static, and their private data the index, never dereferenced.
+        let status = unsafe { register(ctx, name, value, 0, get, set, None, index) };
+        checked(status, (), || {
+            "RedisModule_RegisterStringConfig failed".into()
+        })?;
+    }
+    // SAFETY: ctx is the load context, every configuration registered.
+    let status = unsafe { load(ctx) };
+    let why = "the server could not set the module's configurations (its line above says why)";
+    checked(status, (), || why.into())
+}
+
+/// Subscribes `H` to role changes, loading, cron, shutdown and `event` (if any), and makes it the
+/// command filter (every command but the module's own calls); false if the server cannot deliver
+/// one of them.
 pub fn watch<H: Hooks>(ctx: *mut RawCtx, event: Option<u64>) -> bool {
     API.get().is_some_and(|api| {
         let events = [
             raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
             raw::REDISMODULE_EVENT_LOADING,
             raw::REDISMODULE_EVENT_CRON_LOOP,
+            raw::REDISMODULE_EVENT_SHUTDOWN,
         ]
         .into_iter()
         .chain(event)

@@ -213,21 +213,39 @@ fn locate<A: AsRef<[u8]>>(ours: &str, args: &[A]) -> Option<(usize, bool)> {
 /// The packed argument of `mark`: `before` (how many moved arguments stood before the pairs),
 /// then `args`.
 fn encode<A: AsRef<[u8]>>(mark: Mark, before: Option<usize>, args: &[A]) -> Vec<u8> {
-    let size = args.iter().map(|a| a.as_ref().len() + 8).sum::<usize>();
-    let mut packed = Vec::with_capacity(16 + size);
+    let size = args.iter().map(|a| a.as_ref().len() + 4).sum::<usize>();
+    let mut packed = Vec::with_capacity(24 + size);
     packed.push(mark as u8);
     let mut item = |arg: &[u8]| {
-        packed.extend_from_slice(arg.len().to_string().as_bytes());
+        push_decimal(&mut packed, arg.len());
         packed.push(b':');
         packed.extend_from_slice(arg);
     };
     if let Some(before) = before {
-        item(before.to_string().as_bytes());
+        let mut digits = Vec::with_capacity(4);
+        push_decimal(&mut digits, before);
+        item(&digits);
     }
     for arg in args {
         item(arg.as_ref());
     }
     packed
+}
+
+/// Appends `n` in decimal, without an allocation of its own (every value of a call goes here).
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let start = out.len();
+    loop {
+        // `n % 10` is one digit: the cast keeps it whole.
+        out.push(b'0' + (n % 10) as u8);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if let Some(digits) = out.get_mut(start..) {
+        digits.reverse();
+    }
 }
 
 /// The mark and the arguments packed into `arg`, if it is a packed argument.

@@ -9,6 +9,7 @@ mod clients;
 mod cluster;
 mod cluster_clients;
 mod compat;
+mod configs;
 mod durability;
 mod errors;
 mod hardened;

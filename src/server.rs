@@ -85,6 +85,7 @@ impl Server {
             Product::Redis if self.at_least((8, 2), (0, 0)) => Embedding::Redis82,
             Product::Valkey if self.at_least((0, 0), (9, 0)) => Embedding::Valkey9,
             Product::Valkey if self.at_least((0, 0), (8, 1)) => Embedding::Valkey81,
+            Product::Redis if !self.at_least((7, 0), (0, 0)) => Embedding::CountedByLength,
             _ => Embedding::Separate,
         }
     }
@@ -283,6 +284,10 @@ pub enum PastDeadline {
 pub enum Embedding {
     /// Its own object (Redis 7.0 - 8.0, Valkey 7.2, 8.0): in place can be as compact (`sizing`).
     Separate,
+    /// Its own object, but MEMORY USAGE counts one SET embeds in it (up to 44 bytes, `embstr`) by
+    /// its length, and one written in place by its allocation (Redis 6.2 `objectComputeSize`):
+    /// up to 10% more for the same memory, so short values are not written in place.
+    CountedByLength,
     /// Redis 8.2+ (`kvobjSet`): values up to 44 bytes, key and value at most 41, TTL or not.
     Redis82,
     /// Valkey 8.1 (`createStringObjectWithKeyAndExpire`): key and value at most 33 bytes with a
@@ -300,6 +305,7 @@ impl Embedding {
             |most_value: usize, most_both: usize| value <= most_value && key + value <= most_both;
         match self {
             Embedding::Separate => false,
+            Embedding::CountedByLength => value <= 44,
             Embedding::Redis82 => fits(44, 41),
             Embedding::Valkey81 => fits(44, if ttl { 33 } else { 41 }),
             Embedding::Valkey9 => {

@@ -118,8 +118,11 @@ fn write_paths_follow_what_set_leaves() {
     let profile = |server: &Server| Profile::new(server, PLAIN);
     let redis_6_2 = profile(&redis("6.2.16"));
     assert!(redis_6_2.nx_check_counts_access && redis_6_2.verbatim_copies_call);
+    assert_eq!(
+        profile(&redis("6.2.16")).in_place,
+        Some(Embedding::CountedByLength)
+    );
     for server in [
-        redis("6.2.16"),
         redis("7.0.15"),
         redis("8.0.6"),
         valkey("7.2.7"),
@@ -169,6 +172,9 @@ fn write_paths_follow_what_set_leaves() {
 #[test]
 fn set_embeds_short_strings_as_each_server_does() {
     assert!(!Embedding::Separate.embeds(1, 1, true));
+    // Redis 6.2.16: values up to 44 bytes are `embstr`, whatever the key.
+    assert!(Embedding::CountedByLength.embeds(200, 44, true));
+    assert!(!Embedding::CountedByLength.embeds(1, 45, false));
     // Redis 8.6.3: 9-byte key with 32 bytes embedded, 33 not.
     assert!(Embedding::Redis82.embeds(9, 32, true) && !Embedding::Redis82.embeds(9, 33, true));
     assert!(Embedding::Redis82.embeds(20, 21, false) && !Embedding::Redis82.embeds(20, 22, false));

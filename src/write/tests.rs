@@ -583,9 +583,11 @@ fn each_batched_key_gets_back_its_own_access_counter() {
 
 #[test]
 fn redis_6_2_writes_new_keys_with_mset_which_counts_them() {
-    // In place as on 7.0; a new key goes to MSET (counting a key-API change costs more there).
-    let store = Store::with(&[("b", Entry::string("bb"))]);
-    let pairs = ["b", "yy", "a", "x", "c", "3"];
+    // In place as on 7.0 above 44 bytes; a new key goes to MSET (counting a key-API change costs
+    // more there).
+    let (old, long) = ("b".repeat(45), "y".repeat(45));
+    let store = Store::with(&[("b", Entry::string(&old))]);
+    let pairs = ["b", &long, "a", "x", "c", "3"];
     let (written, recorder) = write(&store, &redis(6, 2), &pairs, Expiry::In(2000));
     assert_eq!(written, 3);
     assert!(store.lines("key api").is_empty());
@@ -609,6 +611,12 @@ fn redis_6_2_writes_new_keys_with_mset_which_counts_them() {
         ]
     );
     assert_eq!(store.get("b").unwrap().deadline, Some(NOW + 2000));
+
+    // A value SET would make `embstr` goes to MSET, whose MEMORY USAGE reads as SET's.
+    let store = Store::with(&[("b", Entry::string("bb"))]);
+    write(&store, &redis(6, 2), &["b", "yy"], Expiry::In(2000));
+    assert!(store.lines("in place").is_empty());
+    assert_eq!(store.lines("call"), ["call MSET b yy"]);
 
     // After a new key, the rest go to MSET unopened: one there is overwritten, as SET would.
     let store = Store::with(&[("b", Entry::string("bb"))]);

@@ -165,43 +165,6 @@ pub struct Environment {
     pub slot_migrations_at_load: Option<bool>,
 }
 
-#[cfg(test)]
-impl Server {
-    /// A `product` from version `from` and before `before` (the unit tests' expectations per
-    /// server kind; version comparisons stay in this file).
-    pub fn is(&self, product: Product, from: (u32, u32), before: Option<(u32, u32)>) -> bool {
-        let (major, minor, _) = self.version;
-        self.product == product
-            && (major, minor) >= from
-            && before.is_none_or(|before| (major, minor) < before)
-    }
-}
-
-#[cfg(test)]
-impl Environment {
-    /// `self` with the answers `server` gives the load's questions (the servers as measured).
-    pub fn answered_by(self, server: &Server) -> Environment {
-        let redis = server.product == Product::Redis;
-        let builtin = server.has_builtin_msetex();
-        let serving = builtin && self.callable.has(ServerCommand::Msetex);
-        Environment {
-            builtin_listed: Some(builtin),
-            // Redis 8.4.0 to 8.4.3 read a keynum spec without its step (fixed in 8.4.4).
-            keynum_step: serving.then_some(!(redis && server.version < (8, 4, 4))),
-            key_specs: !(redis && server.version < (7, 0, 0)),
-            slot_migrations_at_load: Some(false),
-            acl: if redis && server.version < (7, 0, 0) {
-                AclCheck::CommandName
-            } else if redis && server.version < (7, 2, 0) {
-                AclCheck::Capability
-            } else {
-                AclCheck::Categories
-            },
-            ..self
-        }
-    }
-}
-
 /// The server commands the module calls or replicates, probed at load (`RedisModule_Call` without
 /// arguments: arity error = there, unknown command = renamed away); the load checks those it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,10 +198,6 @@ impl ServerCommand {
 pub struct Callable([bool; 3]);
 
 impl Callable {
-    /// Every command there (what the unit tests start from).
-    #[cfg(test)]
-    pub const ALL: Callable = Callable([true; 3]);
-
     /// The commands for which `probe` says yes.
     pub fn probe(probe: impl FnMut(ServerCommand) -> bool) -> Callable {
         Callable(ServerCommand::ALL.map(probe))
@@ -246,13 +205,6 @@ impl Callable {
 
     pub fn has(self, command: ServerCommand) -> bool {
         self.0.get(command as usize) == Some(&true)
-    }
-
-    /// The same set without `command` (as `rename-command command ""`).
-    #[cfg(test)]
-    pub fn without(mut self, command: ServerCommand) -> Callable {
-        self.0 = ServerCommand::ALL.map(|other| other != command && self.has(other));
-        self
     }
 }
 

@@ -1,6 +1,5 @@
 //! Which server this is and what that means for MSETEX: the [`Profile`], each difference decided
-//! once at load from `INFO server`, a few config values and which commands run (a fact the module
-//! cannot read gets the choice safe either way). Pure, so every server kind is unit-tested.
+//! once at load (DESIGN.md, "Facts taken from the version"). Pure, unit-tested per server kind.
 
 use std::ffi::CStr;
 
@@ -61,13 +60,10 @@ impl Server {
         self.at_least((8, 4), (9, 1))
     }
 
-    /// Whether the server may ask for a command's keys on an I/O thread, where a getkeys callback's
-    /// module context races the main thread (it crashed Redis 8.6.3 and Valkey 8.0 to 9.1 under
-    /// load): Redis 8.2+ with io-threads (8.6.3: networking.c `processInputBuffer` calls
-    /// `preprocessCommand` there); Valkey 8+ in cluster mode with io-threads (9.1.2:
-    /// `ioThreadReadQueryFromClient` -> `prepareCommandGeneric` -> `clusterSlotByCommand`), and
-    /// Valkey 9+ in cluster mode whatever io-threads says at load (`CONFIG SET` can start them).
-    /// Unreadable io-threads: above 1.
+    /// Whether the server may ask for a command's keys on an I/O thread, where a getkeys callback
+    /// crashes it: Redis 8.2+ with io-threads (`processInputBuffer`), Valkey 8+ in cluster mode
+    /// with io-threads (`clusterSlotByCommand`), Valkey 9+ in cluster mode whatever io-threads
+    /// says at load (`CONFIG SET` can start them). Unreadable io-threads: above 1.
     fn keys_on_io_threads(&self, environment: &Environment) -> bool {
         let io_threads = environment.io_threads.is_none_or(|n| n > 1);
         match self.product {
@@ -90,9 +86,8 @@ impl Server {
         }
     }
 
-    /// The load's line on a server newer than the newest of its family `make test-matrix` runs:
-    /// that one, and what this server is assumed to do as it does (the facts taken from a version
-    /// the server could not be asked about; DESIGN.md, "Facts taken from the version").
+    /// The load's line on a server newer than the newest of its family the matrix runs: what it
+    /// is assumed to do as that one does (DESIGN.md, "Facts taken from the version").
     pub fn untested_note(&self) -> Option<String> {
         let (major, minor, _) = self.version;
         let (newest, assumed) = match self.product {
@@ -145,28 +140,22 @@ pub struct Environment {
     pub jemalloc: bool,
     /// Which server commands the module may call run under their names (`rename-command`).
     pub callable: Callable,
-    /// Whether a dotless COMMAND-NAME is a server command's original name (renamed away: a module
-    /// cannot take it); `None` if unreadable.
+    /// Whether a dotless COMMAND-NAME is a server command's original name; `None` if unreadable.
     pub name_in_use: Option<bool>,
-    /// Whether `ACL CAT` lists a command MSETEX, serving or renamed away (a built-in); `None` if
-    /// unreadable.
+    /// Whether `ACL CAT` lists a command MSETEX (a built-in, maybe renamed); `None` if unreadable.
     pub builtin_listed: Option<bool>,
-    /// Whether the server reads a KEYNUM key spec with its step ([`KeynumStep`]); `None` if it
-    /// could not be asked (no built-in under its name, COMMAND renamed away).
+    /// Whether the server reads a KEYNUM key spec with its step ([`KeynumStep`]); `None`: not asked.
     pub keynum_step: Option<bool>,
     /// How ACL rules can reach MSETEX, from what the module API offers (`AclCheck::offered`).
     pub acl: AclCheck,
-    /// Whether the module API can register key specifications (`RedisModule_SetCommandInfo`:
-    /// Redis 7.0+, Valkey).
+    /// Whether the module API can register key specs (`RedisModule_SetCommandInfo`).
     pub key_specs: bool,
-    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a slot migration job when the module loaded
-    /// (Valkey 9+ in cluster mode, whose exports the module cannot see otherwise once started);
-    /// `None` if not asked or unreadable.
+    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a job at load (Valkey 9+ in cluster mode, whose
+    /// exports started before the load are otherwise unseen); `None` if not asked or unreadable.
     pub slot_migrations_at_load: Option<bool>,
 }
 
-/// The server commands the module calls or replicates, probed at load (`RedisModule_Call` without
-/// arguments: arity error = there, unknown command = renamed away); the load checks those it needs.
+/// The server commands the module calls or replicates, probed at load (`ffi::command_callable`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerCommand {
     /// The batch of keys the key API cannot write as SET would.
@@ -218,27 +207,23 @@ pub enum Builtin {
     RenamedAway,
 }
 
-/// What SET does when its deadline is already past.
+/// What SET does when its deadline is already past (DESIGN.md, "Past deadlines").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PastDeadline {
     /// Stores the key, which is then logically expired (Redis, Valkey 7.2).
     Store,
-    /// Valkey 8+: deletes an existing key at once (replicating DEL or UNLINK), unless the deadline
-    /// is ahead of the command's clock (in a script, its start) or the server is a replica,
-    /// loading, in import-mode or applying a slot migration. No module API reads that clock, so
-    /// where a deadline looks past, the server's SET decides per key (`Batching::EveryKeyWithSet`).
+    /// Valkey 8+: may delete the key, by a clock no module API reads: SET decides per key.
     DecidedBySet,
 }
 
-/// Where SET stores a string: in its own allocation or, when short, embedded in the key's. A value
-/// written in place keeps its own allocation, so matches SET only where SET does not embed.
+/// Where SET stores a string: its own allocation or, when short, embedded in the key's. In place
+/// matches SET only where SET does not embed (DESIGN.md, "Writing a key").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Embedding {
     /// Its own object (Redis 7.0 - 8.0, Valkey 7.2, 8.0): in place can be as compact (`sizing`).
     Separate,
-    /// Its own object, but MEMORY USAGE counts one SET embeds in it (up to 44 bytes, `embstr`) by
-    /// its length, and one written in place by its allocation (Redis 6.2 `objectComputeSize`):
-    /// up to 10% more for the same memory, so short values are not written in place.
+    /// Redis 6.2: MEMORY USAGE counts an `embstr` (up to 44 bytes) by its length, a value in place
+    /// by its allocation (up to 10% more): short values are not written in place.
     CountedByLength,
     /// Redis 8.2+ (`kvobjSet`): values up to 44 bytes, key and value at most 41, TTL or not.
     Redis82,
@@ -279,14 +264,12 @@ pub struct Profile {
     pub expire_error_unquoted: bool,
     /// SET's NX/XX looks the key up twice, counting a keyspace access (Redis 6.2).
     pub nx_check_counts_access: bool,
-    /// `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a change (Redis
-    /// 6.2): a call counts its changes once, at the end, and new keys go to MSET.
+    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a
+    /// change: a call counts its changes once, at the end, and new keys go to MSET.
     pub verbatim_copies_call: bool,
-    /// The built-in MSETEX words a bad numkeys `invalid numkeys value or out of range` and too few
-    /// pairs `syntax error` (Valkey).
+    /// Valkey's built-in words two numkeys errors its own way (`outcome::parse_error_text`).
     pub numkeys_errors_worded_as_valkey: bool,
-    /// The server may ask for a command's keys on an I/O thread, where a getkeys callback crashes
-    /// it ([`Server::keys_on_io_threads`]).
+    /// [`Server::keys_on_io_threads`].
     pub keys_on_io_threads: bool,
     /// How the server routes a module command in cluster mode where it reads keys on I/O threads.
     pub routing: Routing,
@@ -297,48 +280,39 @@ pub struct Profile {
     /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey; Redis 8.6's
     /// fires `expire` before `set`).
     pub builtin_writes_as_set: bool,
-    /// A module may tell the server not to look up each command it replicates by name (Valkey's
-    /// `SKIP_COMMAND_VALIDATION` option, where the server knows it): about 1,300 instructions a
-    /// replicated command on Redis, which has no such option.
+    /// Valkey: the server need not look up by name each command the module replicates
+    /// (`SKIP_COMMAND_VALIDATION`; Redis has no such option).
     pub replicate_without_lookup: bool,
-    /// Whether the server reads a KEYNUM key spec with its step, as it answered.
     pub keynum_step: KeynumStep,
-    /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
-    /// place (an allocator whose size classes the check does not know).
+    /// Where SET stores a string; `None`: never in place (not jemalloc, whose classes `sizing` knows).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,
-    /// Redis 8.6: `RedisModule_SignalModifiedKey` looks the key up, counting a keyspace hit or miss
-    /// SET does not, while closing a write-opened key signals it and counts nothing: so keys are
-    /// signalled by closing them, and keys only looked at are opened for reading.
+    /// Redis 8.6: `RedisModule_SignalModifiedKey` counts a keyspace hit or miss SET does not, and
+    /// closing a write-opened key signals it: keys are signalled by closing them, and keys only
+    /// looked at are opened for reading.
     pub signal_on_close: bool,
     pub builtin: Builtin,
-    /// `cluster-enabled yes`: a slot migration (atomic on Redis 8.4+ and Valkey 9+) streams writes
-    /// to the importer from its start, before INFO shows it, and its filter cannot read the
-    /// built-in's keys.
+    /// `cluster-enabled yes`: a slot migration streams writes from its start, before INFO shows
+    /// it, and its filter cannot read the built-in's keys.
     pub cluster: bool,
     /// Redis before 7.2: a key SET overwrites gets a fresh LRU clock (later ones keep the old).
     pub fresh_lru_on_overwrite: bool,
     pub past_deadline: PastDeadline,
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
-    /// How the server announces that it starts streaming a slot's writes to another node (an
-    /// atomic slot migration, in cluster mode), which consumes what the module replicates.
     pub slot_export: SlotExport,
-    /// How ACL rules reach MSETEX: module commands get categories from Redis 7.2 (and in every
-    /// Valkey); Redis 7.0 can only be asked about other commands; 6.2 not at all. As offered by
-    /// the module API, not by version.
+    /// How ACL rules reach MSETEX, as the module API offers (not by version).
     pub acl: AclCheck,
 }
 
-/// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 read only the first
-/// half of the keys, redis/redis#14657), as `COMMAND GETKEYS MSETEX 2 a v b v` of its built-in
-/// MSETEX, the one command with such a spec, answered.
+/// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 do not,
+/// redis/redis#14657), as `COMMAND GETKEYS` of its built-in MSETEX answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeynumStep {
     Read,
     NotRead,
-    /// No built-in MSETEX under its name, or COMMAND renamed away: taken as not read.
+    /// No built-in under its name, or COMMAND renamed away: taken as not read.
     NotAsked,
 }
 
@@ -360,17 +334,14 @@ impl KeynumStep {
     }
 }
 
-/// Whether a slot export (atomic slot migration) can consume what the module replicates, and how
+/// Whether a slot export (atomic slot migration) can stream what the module replicates, and how
 /// the server announces one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlotExport {
-    /// None can (not cluster mode, or no atomic slot migration: Redis before 8.4, Valkey before 9).
+    /// Not cluster mode, or no atomic slot migration (Redis before 8.4, Valkey before 9).
     None,
-    /// Server event `event` fires with subevent `started` when this node starts streaming a
-    /// slot's writes (Redis 8.4.0 cluster_asm.c, Valkey 9.1.2 cluster_migrateslots.c: before the
-    /// export's first write), and `ended` when it stops. `listed_at_load`: whether a job could
-    /// already run when the module loaded (`None`: unknown; Redis's exports keep a backlog the
-    /// `INFO replication` probe sees).
+    /// Event `event`, subevent `started` before the export's first write, `ended` when it stops;
+    /// `listed_at_load`: a job was listed at load (`None`: unknown; Redis's keep a backlog).
     Announced {
         event: u64,
         started: u64,
@@ -379,16 +350,13 @@ pub enum SlotExport {
     },
 }
 
-/// How a server routes a module command in cluster mode where it reads command keys on I/O threads.
+/// How a server routes a module command in cluster mode where it reads keys on I/O threads
+/// (DESIGN.md, "Where the keys are").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Routing {
-    /// By the keys it read from the call as sent, before any command filter ran (Redis 8.2+:
-    /// `processCommand` hands `getNodeByQuery` the client's slot and cross-slot error, copied from
-    /// the pending command before `moduleCallCommandFilters`).
+    /// By the keys read from the call as sent, before any command filter ran (Redis 8.2+).
     KeysReadBeforeFilters,
-    /// By the command's legacy key range, read again after a filter changed the call's length
-    /// (Valkey: `moduleCallCommandFilters` redoes `prepareCommand`; `clusterSlotByCommand` reads
-    /// keys with `getKeysFromCommand`).
+    /// By the legacy key range, read again after a filter changed the call's length (Valkey).
     LegacyRangeAfterFilters,
 }
 
@@ -455,17 +423,14 @@ impl Profile {
         }
     }
 
-    /// Valkey 9.1+ with the built-in under its name: it writes each key as SET does (encoding,
-    /// deadline kept in place, `set` then `expire` per key), so it takes the keys the key API
-    /// cannot, instead of MSET plus a deadline. (Redis 8.6's fires `expire` before `set`.)
+    /// Valkey 9.1+ with the built-in under its name: it writes each key as SET does, so it takes
+    /// the keys the key API cannot, instead of MSET plus a deadline.
     pub fn builtin_batch(&self) -> bool {
         self.builtin_writes_as_set && self.builtin == Builtin::Serving
     }
 
-    /// Redis 6.2: a new key is written by MSET, which counts the change for RDB save points itself.
-    /// The module's only way to count one there, `RedisModule_ReplicateVerbatim` in a nested call,
-    /// queues a copy of that call's arguments each time (about 800 instructions a key, callgrind),
-    /// more than MSET's lookup and a second open for the deadline.
+    /// Redis 6.2: MSET writes new keys, counting their changes itself, for less than the module's
+    /// only way to count one there (DESIGN.md, "What it costs").
     pub fn new_keys_by_mset(&self) -> bool {
         self.verbatim_copies_call
     }
@@ -476,10 +441,8 @@ impl Profile {
         self.builtin == Builtin::Serving && !self.cluster
     }
 
-    /// Whether "nobody receives replicated commands" can be proven from `INFO replication`, the
-    /// replication commands clients send and the server's events: in cluster mode, only where no
-    /// slot export can be under way unseen (no atomic slot migration; or its start announced, and
-    /// on Valkey, no job listed at load, as a module loaded during one would not see it).
+    /// Whether "nobody listens" can be proven (DESIGN.md, "Nobody listens"): in cluster mode only
+    /// where no slot export can be under way unseen.
     pub fn shortcut_allowed(&self) -> bool {
         match self.slot_export {
             SlotExport::None => true,

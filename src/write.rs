@@ -17,7 +17,7 @@ use crate::{sizing, stats};
 /// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
 const BATCH_MAX: usize = 256;
 
-/// The keyspace of one call: keys, events, signals and the server's own write commands.
+/// The keyspace of one call (the module API, or the unit tests' store).
 pub trait Keyspace {
     type Arg: Copy + AsRef<[u8]>;
     type Key: OpenKey<Self::Arg>;
@@ -53,12 +53,10 @@ pub enum WrittenBy {
     ReplicatedCommand,
 }
 
-/// Where what is written goes next: the replication of the call. It cannot stop the writing: a
-/// key the primary kept is reported whatever became of the ones before, with the expiry it holds.
+/// The call's replication: told of every key the primary kept, with the expiry it holds.
 pub trait Sink<A> {
     fn written(&mut self, key: A, by: WrittenBy, expiry: Resolved);
-    /// A key a server command wrote is gone before the module could finish it (another module's
-    /// handler deleted it): nothing to send for it.
+    /// A key a server command wrote was gone before the module could finish it: nothing to send.
     fn vanished(&mut self, key: A);
 }
 
@@ -69,8 +67,8 @@ pub enum Batching {
     Mset,
     /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
     Builtin,
-    /// `SET key value <expiry>` with `!` for every key, where the deadline may be past on Valkey
-    /// 8+: SET decides (it may delete the key) and replicates what it did itself.
+    /// `SET key value <expiry> !` per key, where the deadline may be past on Valkey 8+: SET
+    /// decides (it may delete the key) and replicates what it did.
     EveryKeyWithSet,
 }
 
@@ -106,9 +104,8 @@ impl Batching {
     }
 }
 
-/// NX / XX: checks every key before any write, as a write command looks it up (logically expired
-/// is absent), without hit/miss stats or signals, and without an access where SET's check counts
-/// none (the write counts it).
+/// NX / XX: checks every key before any write as a write command looks it up, without stats,
+/// signals or (but where SET's check counts one) an access.
 pub fn condition_holds<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -125,14 +122,17 @@ pub fn condition_holds<K: Keyspace>(
     } else {
         Touch::No
     };
-    let exists = |key: K::Arg| {
-        look_at(keyspace, profile, key, touch).is_some_and(|h| h.contents() != Contents::Nothing)
-    };
+    let exists = |key: K::Arg| holds_a_value(look_at(keyspace, profile, key, touch));
     pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
 }
 
-/// `key` opened to be looked at, with no signal and (but for `touch`) no effect: opened for
-/// reading where closing a write-opened key signals it (Redis 8.6), else for writing.
+/// Whether an opened key (if it could be opened) holds a value.
+fn holds_a_value<A>(handle: Option<impl OpenKey<A>>) -> bool {
+    handle.is_some_and(|h| h.contents() != Contents::Nothing)
+}
+
+/// `key` opened to be looked at, with no signal and (but for `touch`) no effect: for reading
+/// where closing a write-opened key signals it (Redis 8.6), else for writing.
 fn look_at<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -202,11 +202,9 @@ enum Written {
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// Writes the pair `at` (of the call's pairs).
     fn pair(&mut self, at: usize, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
-        // SET stores a canonical integer as `int` or shared, which no module API can produce, and
-        // a short value embedded with its key, which the key API cannot leave in place: the batch
-        // writes those unopened (its lookup is the one access; KEEPTTL: the key's TTL decides).
-        // Where new keys go to MSET, one new key foretells more: the rest go unopened (a key that
-        // is there after all is overwritten by MSET, as SET would, rather than in place).
+        // Integers and values SET embeds go to the batch unopened (its lookup is the one access;
+        // KEEPTTL: the key's TTL decides), and so does every key after a new one where new keys
+        // go to MSET (DESIGN.md, "Writing a key").
         let integer = is_i64(value.as_ref());
         let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
@@ -256,10 +254,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key from the argument (where
-    /// the built-in batch writes, only a value SET would not embed: the built-in embeds, and costs
-    /// more for the rest; none where new keys go to MSET), or in place: a same-length string SET
-    /// would not embed whose buffer is as compact as a fresh one.
+    /// How the key API writes `key` as SET would, if it can: a new key (beside the built-in batch,
+    /// only a value SET would not embed; none where new keys go to MSET), or in place: a
+    /// same-length string SET would not embed, in a buffer as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
         let kept_ttl =
@@ -286,8 +283,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Events, expiry, signal and replication of a key the key API wrote: SET's `new` (server's,
-    /// for a new key), `overwritten` where the server has it, `set`, then `expire`.
+    /// Events, expiry, signal and report of a key the key API wrote, in SET's order.
     fn key_api_done(
         &mut self,
         mut handle: K::Key,
@@ -311,10 +307,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.finish(Some(handle), key, WrittenBy::KeyApi, set, Resolved::Keep)
     }
 
-    /// Finishes a written key whose expiry `set` tried to set: closed with it; where that failed
-    /// (or the key could not be opened: `handle` none), signalled and reported as it stands, with
-    /// `held`, the expiry it kept, or as gone: a replica must hold what the primary holds. The
-    /// failure is returned once the key is reported.
+    /// Finishes a written key whose expiry `set` tried to set. Where that (or opening the key)
+    /// failed, the key is still signalled and reported as it stands (with `held`, the expiry it
+    /// kept) or as gone, then the failure returned: a replica must hold what the primary holds.
     fn finish(
         &mut self,
         handle: Option<K::Key>,
@@ -335,11 +330,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             (None, set) => set.err().unwrap_or(Abort("open the key")),
         };
         self.keyspace.signal(key);
-        let there = self
-            .keyspace
-            .look(key)
-            .is_some_and(|h| h.contents() != Contents::Nothing);
-        if there {
+        if holds_a_value(self.keyspace.look(key)) {
             self.sink.written(key, by, held);
             self.written += 1;
         } else {
@@ -348,9 +339,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Err(abort)
     }
 
-    /// Closes a key whose deadline the module set (`expiry`, as [`Self::apply_expiry`] resolved
-    /// it): signals it to WATCH and tracking as the caller (by closing the handle on Redis 8.6,
-    /// else explicitly), fires SET's `expire`, reports it.
+    /// Closes a key whose `expiry` the module set: signals it (closing it does on Redis 8.6),
+    /// fires SET's `expire`, reports it.
     fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy, expiry: Resolved) {
         drop(handle);
         if !self.profile.signal_on_close {
@@ -406,9 +396,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Puts the pair `at` in the batch, written first where it holds the other kind of value
-    /// (integers go to the server as fresh copies, the rest as they are: one kind per call) or
-    /// this key. Key-API writes flush the batch first, so it is a run of the call's pairs.
+    /// Puts the pair `at` in the batch, flushed first where it holds the other kind of value
+    /// (integers or not), this key, or is no run ending before `at`.
     #[inline(always)]
     fn defer(
         &mut self,
@@ -433,9 +422,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Writes the waiting pairs with the server's own command: in one call, or integers (fresh
-    /// copies) in parts of [`fresh_part`] pairs, each part finished (deadlines, signals, reports)
-    /// before the next is written, so a part that fails leaves the keys before it whole and sent.
+    /// Writes the waiting pairs with the server's own command: in one call, or integers in parts
+    /// of [`fresh_part`] pairs, each finished before the next is written.
     #[inline(never)]
     fn flush(&mut self) -> Result<(), Abort> {
         if self.batch.len() == 0 {
@@ -449,8 +437,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             let size = if run.integers { fresh_part(left) } else { left };
             outcome = match run.part(start, size) {
                 Some(part) => match self.batching {
-                    Batching::Mset => self.flush_to_mset(&part),
-                    Batching::Builtin => self.flush_to_builtin(&part),
+                    Batching::Mset => self.flush_to_mset(part),
+                    Batching::Builtin => self.flush_to_builtin(part),
                     Batching::EveryKeyWithSet => self.flush_with_set(&part),
                 },
                 None => Err(Abort("split the batch")),
@@ -461,22 +449,22 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         outcome
     }
 
-    fn flush_to_mset(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
+    fn flush_to_mset(&mut self, mut part: Part<'_, K::Arg>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
         let kept: Vec<Option<i64>> = match self.deadline.expiry() {
             Expiry::Keep => part.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_on(part, ServerCommand::Mset, Head::None, Vec::new())?;
-        // Every key MSET wrote is finished and reported, a failure on one or not: MSET left it
-        // without a TTL, which a replica must know.
+        self.call_on(&part, ServerCommand::Mset, Head::None, Vec::new())?;
+        // Every key MSET wrote is finished and reported, whatever failed: a replica must know.
         let mut outcome = Ok(());
-        let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
             // Once every key left takes one deadline and nothing else, they go the short way.
-            if let (Some(Resolved::At(at)), true, true) =
-                (self.deadline.resolved(), kept.is_empty(), lfu.is_done())
-            {
+            if let (Some(Resolved::At(at)), true, true) = (
+                self.deadline.resolved(),
+                kept.is_empty(),
+                part.lfu.is_empty(),
+            ) {
                 let rest = part.flat.get(2 * index..).unwrap_or_default();
                 return outcome.and(self.expire_each(rest, at));
             }
@@ -488,19 +476,17 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 }
                 None => Err(Abort("open the key")),
             };
-            if let (Some(lfu), Some(handle)) = (lfu.of(index), handle.as_mut()) {
+            if let (Some(lfu), Some(handle)) = (part.lfu_of(index), handle.as_mut()) {
                 handle.set_lfu(lfu);
             }
-            // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
-            // it): signal it again as the caller.
+            // MSET signalled the key as a client of its own: signalled again as the caller.
             let done = self.finish(handle, key, WrittenBy::Command, set, Resolved::Persist);
             outcome = outcome.and(done);
         }
         outcome
     }
 
-    /// Sets deadline `at` on each key of `pairs`, which a server command wrote, and closes them:
-    /// the common case of [`Self::flush_to_mset`], in a loop of its own (every key finished).
+    /// [`Self::flush_to_mset`]'s common case, in a loop of its own: deadline `at` on every key.
     fn expire_each(&mut self, pairs: &[K::Arg], at: i64) -> Result<(), Abort> {
         let mut outcome = Ok(());
         for pair in pairs.chunks_exact(2) {
@@ -510,7 +496,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 Some(true) => Ok(Resolved::At(at)),
                 _ => Err(Abort("set the expiry")),
             };
-            // MSET signalled the key as a client of its own: signalled again as the caller.
             let done = self.finish(handle, key, WrittenBy::Command, set, Resolved::Persist);
             outcome = outcome.and(done);
         }
@@ -518,9 +503,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 
     /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
-    fn flush_to_builtin(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
+    fn flush_to_builtin(&mut self, mut part: Part<'_, K::Arg>) -> Result<(), Abort> {
         let tail = deadline::options(self.deadline.expiry());
-        self.call_on(part, ServerCommand::Msetex, Head::Numkeys, tail)?;
+        self.call_on(&part, ServerCommand::Msetex, Head::Numkeys, tail)?;
         if let Expiry::In(_) = self.deadline.expiry() {
             // One deadline for every key, from the built-in's clock: any key's tells it.
             let mut keys = part.keys();
@@ -528,11 +513,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             self.deadline
                 .took_effect(at.ok_or(Abort("read the deadline"))?);
         }
-        let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
             // An access counter that cannot be put back is no reason to leave a key unsent.
             if let (Some(lfu), Some(mut handle)) =
-                (lfu.of(index), self.keyspace.open(key, Touch::No))
+                (part.lfu_of(index), self.keyspace.open(key, Touch::No))
             {
                 handle.set_lfu(lfu);
             }
@@ -543,8 +527,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// `SET key value PXAT <deadline> !` per key, signalled again as the caller; SET replicates
-    /// what it did, and may delete a key whose deadline is past: only the keys left count.
+    /// `SET key value PXAT <deadline> !` per key, signalled again as the caller; only the keys
+    /// SET left (it may delete one whose deadline is past) count.
     fn flush_with_set(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
         let call = ServerWrite {
             command: ServerCommand::Set.name(),
@@ -560,11 +544,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             self.keyspace.signal(key);
             // Looking at a key past its deadline expires it, as SET may have deleted it.
-            let there = self
-                .keyspace
-                .look(key)
-                .is_some_and(|h| h.contents() != Contents::Nothing);
-            if there {
+            if holds_a_value(self.keyspace.look(key)) {
                 self.done(key, WrittenBy::ReplicatedCommand)?;
             }
         }
@@ -603,8 +583,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 }
 
-/// Pairs waiting for one batch: a run of the call's pairs, with a filter that rules most other
-/// keys out at once.
+/// Pairs waiting for one batch: a run of the call's pairs, and a filter of their keys.
 struct Batch<'w, A> {
     run: Run<'w, A>,
     filter: [u64; 64],
@@ -671,9 +650,8 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         self.run.first + self.run.len == at
     }
 
-    /// One bit of 4096 per key, from a hash of its bytes taken eight at a time, the last eight
-    /// (or four, or the first, middle and last byte) read where they are: a byte at a time, or a
-    /// copy of the rest, cost as much per key as the rest of the batch's bookkeeping.
+    /// One bit of 4096 per key, from a hash of its bytes read eight at a time where they are (a
+    /// byte at a time cost as much as the rest of the batch's bookkeeping).
     #[inline]
     fn bit(key: A) -> (usize, u64) {
         const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -761,44 +739,24 @@ struct Part<'b, A> {
     flat: &'b [A],
     /// The batch's index of the first pair.
     first: usize,
-    /// The LFU counters of these pairs, by the batch's index.
+    /// The LFU counters of these pairs left to restore, by the batch's index.
     lfu: &'b [(usize, i64)],
     integers: bool,
 }
 
-impl<A: Copy> Part<'_, A> {
-    fn keys(&self) -> impl Iterator<Item = A> + '_ {
+impl<'b, A: Copy> Part<'b, A> {
+    fn keys(&self) -> impl Iterator<Item = A> + 'b {
         self.flat
             .chunks_exact(2)
             .filter_map(|pair| pair.first().copied())
     }
 
-    /// The LFU counters to restore, asked for key by key in order.
-    fn lfu(&self) -> Counters<'_> {
-        Counters {
-            waiting: self.lfu,
-            first: self.first,
-        }
-    }
-}
-
-/// A part's LFU counters, by the part's index of a key, asked for in order.
-struct Counters<'b> {
-    waiting: &'b [(usize, i64)],
-    first: usize,
-}
-
-impl Counters<'_> {
-    /// Whether no counter is left.
-    fn is_done(&self) -> bool {
-        self.waiting.is_empty()
-    }
-
-    /// The counter of the part's key `index`, if it has one; the keys before it are passed.
-    fn of(&mut self, index: usize) -> Option<i64> {
-        match self.waiting {
+    /// The LFU counter to restore of the part's key `index`, asked for in order (the counters of
+    /// the keys before it are passed).
+    fn lfu_of(&mut self, index: usize) -> Option<i64> {
+        match self.lfu {
             [(pair, counter), rest @ ..] if *pair == self.first + index => {
-                self.waiting = rest;
+                self.lfu = rest;
                 Some(*counter)
             }
             _ => None,

@@ -144,7 +144,7 @@ pub struct Environment {
     pub name_in_use: Option<bool>,
     /// Whether `ACL CAT` lists a command MSETEX (a built-in, maybe renamed); `None` if unreadable.
     pub builtin_listed: Option<bool>,
-    /// Whether the server reads a KEYNUM key spec with its step ([`KeynumStep`]); `None`: not asked.
+    /// Whether the server reads a KEYNUM spec with its step ([`KeynumStep`]); `None`: not asked.
     pub keynum_step: Option<bool>,
     /// How ACL rules can reach MSETEX, from what the module API offers (`AclCheck::offered`).
     pub acl: AclCheck,
@@ -284,7 +284,7 @@ pub struct Profile {
     /// (`SKIP_COMMAND_VALIDATION`; Redis has no such option).
     pub replicate_without_lookup: bool,
     pub keynum_step: KeynumStep,
-    /// Where SET stores a string; `None`: never in place (not jemalloc, whose classes `sizing` knows).
+    /// Where SET stores a string; `None`: never in place (no jemalloc, whose classes `sizing` knows).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,

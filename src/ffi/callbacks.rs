@@ -27,7 +27,7 @@ pub struct ArgsChange {
 }
 
 /// An argument a rewrite puts in place: new bytes, or the command's own argument at this position
-/// (of the command as sent), moved rather than copied.
+/// (as sent), moved rather than copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     New(Vec<u8>),
@@ -35,8 +35,7 @@ pub enum Piece {
 }
 
 impl ArgsChange {
-    /// The same change on a plain argument list, as the server makes it (nothing past the end);
-    /// `sent`: the command as sent.
+    /// The same change on a plain argument list (`sent`: as sent), as the server makes it.
     pub fn apply(&self, args: &mut Vec<Vec<u8>>, sent: &[Vec<u8>]) {
         let at = self.at.min(args.len());
         let end = at.saturating_add(self.replaced).min(args.len());
@@ -52,15 +51,14 @@ impl ArgsChange {
 pub trait Hooks {
     /// Whether command `name` may need rewriting; runs before every command: a few comparisons.
     fn filter_wants(name: &[u8]) -> bool;
-    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent); each
-    /// argument is read when asked for.
+    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent).
     fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange>;
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
     /// The server shuts down (before Valkey 9.1+ unloads its modules).
     fn on_shutdown();
-    /// Another server event this module subscribed to (see [`super::watch`]).
+    /// Another server event subscribed to (see [`super::watch`]).
     fn on_event(event: u64, subevent: u64);
 }
 
@@ -271,8 +269,7 @@ impl Filter {
         (!arg.is_null()).then(|| Arg::of(self.api, arg).bytes())
     }
 
-    /// The string `piece` stands for, ours to hand over: made, or the command's own argument
-    /// retained (read before any change).
+    /// The string `piece` stands for, ours to hand over: made, or the command's own retained.
     fn prepare(&self, piece: &Piece) -> Option<OwnedString> {
         match piece {
             Piece::New(bytes) => OwnedString::from_bytes(self.api, bytes),
@@ -286,13 +283,11 @@ impl Filter {
         }
     }
 
-    /// Makes `change` with its arguments `with`, whose positions exist; false if the server
-    /// refused a step (it cannot).
+    /// Makes `change` with its arguments `with`, whose positions exist; false if a step failed.
     unsafe fn change(&self, change: &ArgsChange, with: Vec<OwnedString>) -> bool {
         let (at, count, added) = (change.at, change.replaced, with.len());
         let pos = |index: usize| c_int::try_from(at + index).ok();
-        // Replace, then insert what is left, or delete what is left from its end (deleting the
-        // last arguments moves nothing: a rewrite that drops most of a call stays linear).
+        // Replace, then insert what is left, or delete what is left from its end (moving nothing).
         let placed = with.into_iter().enumerate().all(|(index, arg)| {
             // SAFETY: the position exists (the caller's contract).
             pos(index).is_some_and(|pos| unsafe { self.put(pos, arg, index < count) })
@@ -322,8 +317,7 @@ impl Filter {
     }
 }
 
-/// The string last shown of each configuration (room for four): the server copies it at once;
-/// freed when the next replaces it.
+/// The string last shown of each configuration (room for four), freed when the next replaces it.
 static SHOWN: [AtomicPtr<RedisModuleString>; 4] = [const { AtomicPtr::new(null_mut()) }; 4];
 
 pub(super) unsafe extern "C" fn config_get<C: Configs>(

@@ -28,9 +28,7 @@ impl KeyPositions<'_> {
             }
         }
     }
-}
 
-impl KeyPositions<'_> {
     /// The server's clock, as the command reads it ([`Ctx::now_ms`]).
     pub fn now_ms(&self) -> i64 {
         self.0.now_ms()
@@ -79,8 +77,7 @@ impl<'call> Arg<'call> {
     }
 }
 
-/// A command argument read only when looked at: where the server asks where a call's keys are
-/// (Redis 8.6 asks twice a call), only the leading arguments are read, not every key and value.
+/// A command argument read only when looked at (where the server asks for a call's keys).
 #[derive(Clone, Copy)]
 pub struct LazyArg<'call> {
     api: &'call Api,
@@ -93,8 +90,7 @@ impl AsRef<[u8]> for LazyArg<'_> {
     }
 }
 
-/// A call's argument strings. Safety: as [`Ctx::args`]; each borrows them for no longer than the
-/// call.
+/// A call's argument strings. Safety: as [`Ctx::args`].
 unsafe fn raw_args<'call>(
     argv: *mut *mut RedisModuleString,
     argc: c_int,
@@ -133,7 +129,7 @@ pub struct ContextFlags {
 }
 
 impl<'call> Ctx<'call> {
-    /// A called-back command's context; `None` before the module API lookup (never once loaded).
+    /// A called-back context; `None` before the module API lookup (never once loaded).
     pub(super) fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
         API.get().map(|api| Ctx {
             raw,
@@ -153,10 +149,7 @@ impl<'call> Ctx<'call> {
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 
-    /// As [`Ctx::args`], each read only when looked at.
-    ///
-    /// # Safety
-    /// As [`Ctx::args`].
+    /// As [`Ctx::args`], each read only when looked at. Safety: as [`Ctx::args`].
     pub(super) unsafe fn lazy_args(
         &self,
         argv: *mut *mut RedisModuleString,

@@ -41,9 +41,8 @@ pub fn set_module_options(
     if atomic_slot_migration && known & ATOMIC_SLOT_MIGRATION != 0 {
         options |= ATOMIC_SLOT_MIGRATION;
     }
-    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it (Valkey): what the
-    // module replicates (SET, MSETEX, its own commands) is checked at load, so the server need
-    // not look each command up again by name (it still does while a slot migrates).
+    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it: what the module
+    // replicates is checked at load.
     const SKIP_COMMAND_VALIDATION: c_int = 1 << 4;
     if skip_command_validation && known & SKIP_COMMAND_VALIDATION != 0 {
         options |= SKIP_COMMAND_VALIDATION;
@@ -75,9 +74,8 @@ fn checked<T>(status: c_int, done: T, why: impl FnOnce() -> String) -> Result<T,
     (status == OK).then_some(done).ok_or_else(why)
 }
 
-/// Registers each of `configs` (name, default) as the string configuration `msetex.<name>`, read
-/// and set through `C` by its index, then has the server set them from the config file or
-/// `MODULE LOADEX ... CONFIG`; nothing where the server has no module configurations (Redis 6.2).
+/// Registers `configs` (name, default) as string configurations `msetex.<name>` through `C` by
+/// index, then loads them; nothing where the server has none (Redis 6.2).
 pub fn register_configs<C: Configs>(
     ctx: *mut RawCtx,
     configs: &[(CString, CString)],
@@ -103,8 +101,7 @@ pub fn register_configs<C: Configs>(
 }
 
 /// Subscribes `H` to role changes, loading, cron, shutdown and `event` (if any), and makes it the
-/// command filter (every command but the module's own calls); false if the server cannot deliver
-/// one of them.
+/// command filter; false if the server cannot deliver one of them.
 pub fn watch<H: Hooks>(ctx: *mut RawCtx, event: Option<u64>) -> bool {
     API.get().is_some_and(|api| {
         let events = [
@@ -316,10 +313,8 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
     }
 }
 
-/// A key spec that is not a key (`NOT_KEY`: every server skips it where it reads keys, before it
-/// looks at `INCOMPLETE`) and is incomplete: the server flags the command `movablekeys` (being a
-/// keynum spec, it leaves the legacy positions to the first spec: a plain range's, or none beside
-/// a step-2 range), and a client that reads key specs (redis-py 8.2) asks COMMAND GETKEYS.
+/// A key spec that is not a key and is incomplete: the command is `movablekeys`, and clients ask
+/// COMMAND GETKEYS (DESIGN.md, "What clients see"); a keynum spec leaves the legacy positions be.
 const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
     notes: c"Not a key: the first key specification describes the call after the module's command \
              filter; ask COMMAND GETKEYS about a call as sent."

@@ -18,8 +18,7 @@ pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| run(ctx, module, args))
 }
 
-/// `<name>.apply`: a call as REPLICATE MSETEX replicated it, applied on a replica, while the AOF
-/// loads or on a slot migration's target; refused from clients, who call MSETEX.
+/// `<name>.apply`: a call as REPLICATE MSETEX replicated it; refused from clients.
 pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| {
         let flags = ctx.flags();
@@ -115,9 +114,9 @@ fn write(
     })
 }
 
-/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with SET
-/// and the call's expiry; like the server's own check, it skips the replication link and AOF
-/// loading and logs a refusal in the ACL log. Not inlined: `make profile` tells its share.
+/// Redis 7.0 ([`AclCheck::Capability`]): whether the user may write the keys with MSET and each
+/// with SET; skipped where the server's own check is, a refusal logged in the ACL log. Not
+/// inlined: `make profile` tells its share.
 #[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,

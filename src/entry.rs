@@ -24,12 +24,9 @@ impl ffi::Module for Entry {
         load(ctx, args)
     }
 
-    /// Whether MODULE UNLOAD may go ahead: only where nothing was registered (the server's own
-    /// MSETEX serves) or nothing can hold a command of the module ([`UNHELD`]). Every server of
-    /// the matrix can crash once a module command is gone: a client that queued it in MULTI runs
-    /// freed memory at EXEC (all ten), one that last ran it makes Redis 8.0+ reuse it, ACL rules
-    /// naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to 8.1; no module API says whether any
-    /// client or rule still holds it.
+    /// Whether MODULE UNLOAD may go ahead: only where nothing was registered or nothing can hold
+    /// a command of the module ([`UNHELD`]): every server can crash once one is gone, and no API
+    /// says whether a client or ACL rule holds it (DESIGN.md, "Loading").
     fn may_unload(ctx: &Ctx<'_>) -> bool {
         if LOADED.get().is_none() || UNHELD.load(Ordering::Relaxed) {
             return true;
@@ -44,13 +41,10 @@ impl ffi::Module for Entry {
 }
 
 /// Nothing can hold a command of the module: from the end of its load to the next command (the
-/// filter sees each, MODULE UNLOAD too; a `MODULE LOADEX` with a configuration the module lacks
-/// unloads it at once, Redis 8 asserting that it can), and once the server shuts down (Valkey
-/// 9.1+ unloads every module then).
+/// filter sees each), and once the server shuts down (Valkey 9.1+ unloads every module then).
 static UNHELD: AtomicBool = AtomicBool::new(false);
 
-/// A call of the built-in MSETEX with two keys: where the server reads its KEYNUM key spec
-/// without the step, `COMMAND GETKEYS` answers only `a`.
+/// A call of the built-in MSETEX: `COMMAND GETKEYS` answers only `a` where the step is not read.
 const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
 /// MODULE LOAD / `loadmodule`.
@@ -153,8 +147,8 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     Ok(())
 }
 
-/// Registers one command, with its docs and (where it has docs) MSETEX's ACL categories; MSETEX
-/// itself must be reached by ACL as `acl` says. What older servers cannot take is no warning.
+/// Registers one command, with its docs and ACL categories (where it has docs); MSETEX itself
+/// must be reached by ACL as `acl` says.
 fn create(
     raw: *mut ffi::RawCtx,
     command: &Registration,

@@ -5,7 +5,6 @@ use std::ffi::CStr;
 
 use crate::acl::AclCheck;
 
-/// The server family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Product {
     Redis,
@@ -39,10 +38,11 @@ impl Server {
             (true, None) => (Product::Valkey, field("redis_version")?),
             (false, _) => (Product::Redis, field("redis_version")?),
         };
-        Some(Server {
-            product,
-            version: parse_version(version)?,
-        })
+        // "8.4.0-rc1" -> (8, 4, 0); a missing patch is 0.
+        let mut parts = version.trim().split('-').next()?.split('.').map(str::parse);
+        let (major, minor) = (parts.next()?.ok()?, parts.next()?.ok()?);
+        let version = (major, minor, parts.next().unwrap_or(Ok(0)).ok()?);
+        Some(Server { product, version })
     }
 
     /// True from `redis` on Redis, from `valkey` on Valkey.
@@ -121,18 +121,9 @@ impl Server {
     }
 }
 
-/// "8.4.0" -> (8, 4, 0); a missing patch is 0; anything after `-` is ignored ("8.4.0-rc1").
-fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
-    let core = text.trim().split('-').next()?;
-    let mut parts = core.split('.').map(str::parse::<u32>);
-    let (major, minor) = (parts.next()?.ok()?, parts.next()?.ok()?);
-    Some((major, minor, parts.next().unwrap_or(Ok(0)).ok()?))
-}
-
 /// Facts only the server's configuration tells, as far as the module could read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Environment {
-    /// `cluster-enabled yes`.
     pub cluster: bool,
     /// `io-threads`; `None` if unreadable (CONFIG renamed, no `RedisModule_ConfigGetNumeric`).
     pub io_threads: Option<u32>,
@@ -187,7 +178,6 @@ impl ServerCommand {
 pub struct Callable([bool; 3]);
 
 impl Callable {
-    /// The commands for which `probe` says yes.
     pub fn probe(probe: impl FnMut(ServerCommand) -> bool) -> Callable {
         Callable(ServerCommand::ALL.map(probe))
     }
@@ -271,11 +261,9 @@ pub struct Profile {
     pub numkeys_errors_worded_as_valkey: bool,
     /// [`Server::keys_on_io_threads`].
     pub keys_on_io_threads: bool,
-    /// How the server routes a module command in cluster mode where it reads keys on I/O threads.
     pub routing: Routing,
     /// Command filters see the commands scripts run (Redis; Valkey's scripts skip them).
     pub filters_see_script_calls: bool,
-    /// The module API can register key specifications (Redis 7.0+, Valkey).
     pub key_specs: bool,
     /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey; Redis 8.6's
     /// fires `expire` before `set`).

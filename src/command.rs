@@ -4,7 +4,7 @@
 use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
-use crate::deadline::{self, Deadline, Expiry};
+use crate::deadline::{self, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, OwnedString, Reply};
 use crate::loaded::{Loaded, LOADED};
 use crate::outcome::{Abort, Failure, Refusal};
@@ -101,7 +101,7 @@ fn write(
         ctx,
         &module.profile,
         pairs,
-        &mut Deadline::new(request.expiry),
+        request.expiry,
         Batching::choose(&module.profile, request.expiry, now_ms),
         flags.active_child,
         &mut wire,

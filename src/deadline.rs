@@ -31,36 +31,10 @@ impl Expiry {
     pub fn sets_ttl(self) -> bool {
         matches!(self, Expiry::In(_) | Expiry::At(_))
     }
-}
-
-impl From<Resolved> for Expiry {
-    fn from(resolved: Resolved) -> Expiry {
-        match resolved {
-            Resolved::At(deadline) => Expiry::At(deadline),
-            Resolved::Keep => Expiry::Keep,
-            Resolved::Persist => Expiry::Persist,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline {
-    expiry: Expiry,
-}
-
-impl Deadline {
-    pub fn new(expiry: Expiry) -> Deadline {
-        Deadline { expiry }
-    }
-
-    /// Relative until the first key took it.
-    pub fn expiry(self) -> Expiry {
-        self.expiry
-    }
 
     /// The absolute form, once known (always but for a relative TTL before the first key).
     pub fn resolved(self) -> Option<Resolved> {
-        match self.expiry {
+        match self {
             Expiry::In(_) => None,
             Expiry::At(deadline) => Some(Resolved::At(deadline)),
             Expiry::Keep => Some(Resolved::Keep),
@@ -70,8 +44,18 @@ impl Deadline {
 
     /// A relative TTL took effect at `at`, which now serves the other keys and replication.
     pub fn took_effect(&mut self, at: i64) {
-        if let Expiry::In(_) = self.expiry {
-            self.expiry = Expiry::At(at);
+        if let Expiry::In(_) = self {
+            *self = Expiry::At(at);
+        }
+    }
+}
+
+impl From<Resolved> for Expiry {
+    fn from(resolved: Resolved) -> Expiry {
+        match resolved {
+            Resolved::At(deadline) => Expiry::At(deadline),
+            Resolved::Keep => Expiry::Keep,
+            Resolved::Persist => Expiry::Persist,
         }
     }
 }
@@ -131,13 +115,13 @@ mod tests {
 
     #[test]
     fn a_relative_ttl_is_resolved_once() {
-        let mut deadline = Deadline::new(Expiry::In(5000));
+        let mut deadline = Expiry::In(5000);
         assert_eq!(deadline.resolved(), None);
         deadline.took_effect(1_700_000_005_000);
         assert_eq!(deadline.resolved(), Some(Resolved::At(1_700_000_005_000)));
         deadline.took_effect(1);
-        assert_eq!(deadline.expiry(), Expiry::At(1_700_000_005_000));
-        let mut kept = Deadline::new(Expiry::Keep);
+        assert_eq!(deadline, Expiry::At(1_700_000_005_000));
+        let mut kept = Expiry::Keep;
         kept.took_effect(7);
         assert_eq!(kept.resolved(), Some(Resolved::Keep));
     }

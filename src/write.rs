@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use crate::deadline::{self, Deadline, Expiry, Resolved};
+use crate::deadline::{self, Expiry, Resolved};
 use crate::ffi::{
     fresh_part, Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values,
     Word,
@@ -152,7 +152,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     keyspace: &K,
     profile: &Profile,
     pairs: &[K::Arg],
-    deadline: &mut Deadline,
+    expiry: Expiry,
     batching: Batching,
     forking: bool,
     sink: &mut S,
@@ -160,7 +160,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     let mut writer = Writer {
         keyspace,
         profile,
-        deadline,
+        expiry,
         batching,
         forking,
         sink,
@@ -181,7 +181,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
 struct Writer<'w, K: Keyspace, S> {
     keyspace: &'w K,
     profile: &'w Profile,
-    deadline: &'w mut Deadline,
+    expiry: Expiry,
     batching: Batching,
     forking: bool,
     sink: &'w mut S,
@@ -208,7 +208,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let integer = is_i64(value.as_ref());
         let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
-            || (self.deadline.expiry() != Expiry::Keep
+            || (self.expiry != Expiry::Keep
                 && (self.new_keys_seen || self.embeds(key, value, false)));
         if batch_only {
             return self.defer(at, key, integer, None);
@@ -248,7 +248,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// Whether SET would embed `value` with `key`; `kept_ttl`: KEEPTTL keeps the key's TTL.
     fn embeds(&self, key: K::Arg, value: K::Arg, kept_ttl: bool) -> bool {
-        let ttl_after = kept_ttl || self.deadline.expiry().sets_ttl();
+        let ttl_after = kept_ttl || self.expiry.sets_ttl();
         self.profile.in_place.is_some_and(|embedding| {
             embedding.embeds(key.as_ref().len(), value.as_ref().len(), ttl_after)
         })
@@ -259,8 +259,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// same-length string SET would not embed, in a buffer as compact as a fresh one.
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
-        let kept_ttl =
-            |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
+        let kept_ttl = |handle: &K::Key| self.expiry == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
             Contents::Nothing
                 if !self.profile.new_keys_by_mset()
@@ -355,7 +354,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
         let expiry = self
-            .deadline
+            .expiry
             .resolved()
             .ok_or(Abort("resolve the deadline"))?;
         self.sink.written(key, by, expiry);
@@ -371,10 +370,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         kept: Option<i64>,
         in_place: bool,
     ) -> Result<Resolved, Abort> {
-        let (set, expiry, what) = match self.deadline.expiry() {
+        let (set, expiry, what) = match self.expiry {
             Expiry::In(ms) => {
                 let at = handle.expire_in(ms).ok_or(Abort("set the expiry"))?;
-                self.deadline.took_effect(at);
+                self.expiry.took_effect(at);
                 return Ok(Resolved::At(at));
             }
             Expiry::At(at) => (handle.expire_at(at), Resolved::At(at), "set the expiry"),
@@ -451,7 +450,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     fn flush_to_mset(&mut self, mut part: Part<'_, K::Arg>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
-        let kept: Vec<Option<i64>> = match self.deadline.expiry() {
+        let kept: Vec<Option<i64>> = match self.expiry {
             Expiry::Keep => part.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
@@ -460,11 +459,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let mut outcome = Ok(());
         for (index, key) in part.keys().enumerate() {
             // Once every key left takes one deadline and nothing else, they go the short way.
-            if let (Some(Resolved::At(at)), true, true) = (
-                self.deadline.resolved(),
-                kept.is_empty(),
-                part.lfu.is_empty(),
-            ) {
+            if let (Some(Resolved::At(at)), true, true) =
+                (self.expiry.resolved(), kept.is_empty(), part.lfu.is_empty())
+            {
                 let rest = part.flat.get(2 * index..).unwrap_or_default();
                 return outcome.and(self.expire_each(rest, at));
             }
@@ -504,13 +501,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
     fn flush_to_builtin(&mut self, mut part: Part<'_, K::Arg>) -> Result<(), Abort> {
-        let tail = deadline::options(self.deadline.expiry());
+        let tail = deadline::options(self.expiry);
         self.call_on(&part, ServerCommand::Msetex, Head::Numkeys, tail)?;
-        if let Expiry::In(_) = self.deadline.expiry() {
+        if let Expiry::In(_) = self.expiry {
             // One deadline for every key, from the built-in's clock: any key's tells it.
             let mut keys = part.keys();
             let at = keys.find_map(|key| self.deadline_of(key));
-            self.deadline
+            self.expiry
                 .took_effect(at.ok_or(Abort("read the deadline"))?);
         }
         for (index, key) in part.keys().enumerate() {
@@ -533,7 +530,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let call = ServerWrite {
             command: ServerCommand::Set.name(),
             head: Head::None,
-            tail: deadline::options(self.deadline.expiry()),
+            tail: deadline::options(self.expiry),
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };

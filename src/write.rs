@@ -408,7 +408,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let bit = Batch::<K::Arg>::bit(key);
         if self.batch.len() > 0
             && (self.batch.run.integers != integer
-                || !self.batch.ends_before(at)
+                || self.batch.run.first + self.batch.run.len != at
                 || self.batch.holds(bit, key))
         {
             self.flush()?;
@@ -640,11 +640,6 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
 
     fn len(&self) -> usize {
         self.run.len
-    }
-
-    /// Whether the pair `at` would extend the run.
-    fn ends_before(&self, at: usize) -> bool {
-        self.run.first + self.run.len == at
     }
 
     /// One bit of 4096 per key, from a hash of its bytes read eight at a time where they are (a

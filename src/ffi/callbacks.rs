@@ -11,10 +11,10 @@ use redis_module::raw::{self, RedisModuleString};
 use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
 use super::ctx::{Arg, Ctx, KeyPositions, LazyArg, OwnedString, Reply};
 
-/// A command the module registers (see [`super::create_command`]).
+/// A command the module registers.
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
-    /// Answers the server's "where are the keys" call (commands with the `getkeys-api` flag).
+    /// Answers the server's "where are the keys" call (`getkeys-api`).
     fn declare_keys(_positions: &KeyPositions<'_>, _args: &[LazyArg<'_>]) {}
 }
 
@@ -47,9 +47,9 @@ impl ArgsChange {
     }
 }
 
-/// The command filter and the server events (see [`super::watch`]).
+/// The command filter and the server events.
 pub trait Hooks {
-    /// Whether command `name` may need rewriting; runs before every command: a few comparisons.
+    /// Whether command `name` may need rewriting; runs before every command.
     fn filter_wants(name: &[u8]) -> bool;
     /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent).
     fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange>;
@@ -58,14 +58,12 @@ pub trait Hooks {
     fn on_cron();
     /// The server shuts down (before Valkey 9.1+ unloads its modules).
     fn on_shutdown();
-    /// Another server event subscribed to (see [`super::watch`]).
     fn on_event(event: u64, subevent: u64);
 }
 
-/// The module's configurations, by their index (see [`super::register_configs`]).
+/// The module's configurations, by their index.
 pub trait Configs {
     fn get(index: usize) -> String;
-    /// The error is what `CONFIG SET` answers.
     fn set(index: usize, value: &str) -> Result<(), String>;
 }
 
@@ -75,12 +73,12 @@ pub enum InfoValue {
     Text(&'static CStr),
 }
 
-/// The module's INFO section (see [`super::register_info`]): its fields, in order.
+/// The module's INFO section: its fields, in order.
 pub trait InfoSection {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
 }
 
-/// Load and unload, through the exported symbols (see [`crate::export_module!`]).
+/// Load and unload, through the exported symbols ([`crate::export_module!`]).
 pub trait Module {
     /// MODULE LOAD / `loadmodule` with its arguments; the error is the log line saying why not.
     fn load(ctx: *mut RawCtx, args: &[&[u8]]) -> Result<(), String>;
@@ -122,7 +120,7 @@ pub fn on_unload<M: Module>(ctx: *mut RawCtx) -> c_int {
     }
 }
 
-/// Exports the two symbols the server looks up in the library, for `$module` (a [`Module`]).
+/// Exports the two symbols the server looks up, for `$module` (a [`Module`]).
 #[macro_export]
 macro_rules! export_module {
     ($module:ty, $name:expr, $version:expr) => {
@@ -154,7 +152,7 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     let Some(call) = Ctx::of(ctx) else { return ERR };
     // SAFETY: ctx is the context of this call.
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
-        // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS checks): no client here.
+        // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS): no client here.
         // SAFETY: the server passes argc live argument strings for this call.
         let args = unsafe { call.lazy_args(argv, argc) };
         let positions = KeyPositions(call);
@@ -262,7 +260,7 @@ struct Filter {
 }
 
 impl Filter {
-    /// The bytes of argument `pos` (one of the command's), valid until that argument changes.
+    /// The bytes of argument `pos`, valid until that argument changes.
     unsafe fn arg<'a>(&self, pos: c_int) -> Option<&'a [u8]> {
         // SAFETY: the caller's contract; the string is owned by the command.
         let arg = unsafe { (self.api.command_filter_arg_get)(self.raw, pos) };
@@ -301,7 +299,7 @@ impl Filter {
             })
     }
 
-    /// Replaces argument `pos` (one of the command's) with `string`, or inserts it; false if not.
+    /// Replaces argument `pos` with `string`, or inserts it; false if not.
     unsafe fn put(&self, pos: c_int, string: OwnedString, replace: bool) -> bool {
         let put = if replace {
             self.api.command_filter_arg_replace

@@ -1,5 +1,5 @@
 //! Which server this is and what that means for MSETEX: the [`Profile`], each difference decided
-//! once at load (DESIGN.md, "Facts taken from the version"). Pure, unit-tested per server kind.
+//! once at load (DESIGN.md, "Facts taken from the version"); pure, unit-tested per server kind.
 
 use std::ffi::CStr;
 
@@ -20,16 +20,15 @@ impl Product {
     }
 }
 
-/// A server as `INFO server` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
     pub product: Product,
-    /// The product's version (Valkey also reports `redis_version:7.2.4`; its own: valkey_version).
+    /// Valkey's own (it also reports `redis_version:7.2.4`).
     pub version: (u32, u32, u32),
 }
 
 impl Server {
-    /// Reads the server from INFO fields (`field("redis_version")` etc.); `None` if no version.
+    /// Reads the server from INFO fields; `None` if no version.
     pub fn identify<'a>(field: impl Fn(&str) -> Option<&'a str>) -> Option<Server> {
         let valkey = field("server_name").is_some_and(|name| name.trim() == "valkey");
         let (product, version) = match (valkey, field("valkey_version")) {
@@ -55,15 +54,13 @@ impl Server {
             }
     }
 
-    /// True from Redis 8.4 and Valkey 9.1 on, which ship their own MSETEX.
     pub fn has_builtin_msetex(&self) -> bool {
         self.at_least((8, 4), (9, 1))
     }
 
     /// Whether the server may ask for a command's keys on an I/O thread, where a getkeys callback
-    /// crashes it: Redis 8.2+ with io-threads (`processInputBuffer`), Valkey 8+ in cluster mode
-    /// with io-threads (`clusterSlotByCommand`), Valkey 9+ in cluster mode whatever io-threads
-    /// says at load (`CONFIG SET` can start them). Unreadable io-threads: above 1.
+    /// crashes it (DESIGN.md, "Where the keys are"); unreadable io-threads: above 1 (and on Valkey
+    /// 9+, `CONFIG SET` can start them later).
     fn keys_on_io_threads(&self, environment: &Environment) -> bool {
         let io_threads = environment.io_threads.is_none_or(|n| n > 1);
         match self.product {
@@ -86,8 +83,7 @@ impl Server {
         }
     }
 
-    /// The load's line on a server newer than the newest of its family the matrix runs: what it
-    /// is assumed to do as that one does (DESIGN.md, "Facts taken from the version").
+    /// The load's line on a server newer than the newest of its family the matrix runs.
     pub fn untested_note(&self) -> Option<String> {
         let (major, minor, _) = self.version;
         let (newest, assumed) = match self.product {
@@ -127,9 +123,8 @@ pub struct Environment {
     pub cluster: bool,
     /// `io-threads`; `None` if unreadable (CONFIG renamed, no `RedisModule_ConfigGetNumeric`).
     pub io_threads: Option<u32>,
-    /// `mem_allocator` is jemalloc, whose size classes the in-place check relies on.
+    /// `mem_allocator` is jemalloc (whose size classes `sizing` knows).
     pub jemalloc: bool,
-    /// Which server commands the module may call run under their names (`rename-command`).
     pub callable: Callable,
     /// Whether a dotless COMMAND-NAME is a server command's original name; `None` if unreadable.
     pub name_in_use: Option<bool>,
@@ -137,23 +132,20 @@ pub struct Environment {
     pub builtin_listed: Option<bool>,
     /// Whether the server reads a KEYNUM spec with its step ([`KeynumStep`]); `None`: not asked.
     pub keynum_step: Option<bool>,
-    /// How ACL rules can reach MSETEX, from what the module API offers (`AclCheck::offered`).
+    /// What the module API offers (`AclCheck::offered`).
     pub acl: AclCheck,
     /// Whether the module API can register key specs (`RedisModule_SetCommandInfo`).
     pub key_specs: bool,
-    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a job at load (Valkey 9+ in cluster mode, whose
-    /// exports started before the load are otherwise unseen); `None` if not asked or unreadable.
+    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a job at load (Valkey 9+ in cluster mode: an
+    /// export started before is otherwise unseen); `None` if not asked or unreadable.
     pub slot_migrations_at_load: Option<bool>,
 }
 
 /// The server commands the module calls or replicates, probed at load (`ffi::command_callable`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerCommand {
-    /// The batch of keys the key API cannot write as SET would.
     Mset,
-    /// Valkey 8+'s past deadlines, and what REPLICATE SET sends.
     Set,
-    /// The built-in (Redis 8.4+, Valkey 9.1+): Valkey's batch, native replication, stepping aside.
     Msetex,
 }
 
@@ -173,7 +165,7 @@ impl ServerCommand {
     }
 }
 
-/// The set of [`ServerCommand`]s a server runs under their own names.
+/// Which [`ServerCommand`]s run under their own names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Callable([bool; 3]);
 
@@ -212,8 +204,8 @@ pub enum PastDeadline {
 pub enum Embedding {
     /// Its own object (Redis 7.0 - 8.0, Valkey 7.2, 8.0): in place can be as compact (`sizing`).
     Separate,
-    /// Redis 6.2: MEMORY USAGE counts an `embstr` (up to 44 bytes) by its length, a value in place
-    /// by its allocation (up to 10% more): short values are not written in place.
+    /// Redis 6.2: MEMORY USAGE counts an `embstr` (up to 44 bytes) by its length, in place by the
+    /// allocation (up to 10% more): short values are not written in place.
     CountedByLength,
     /// Redis 8.2+ (`kvobjSet`): values up to 44 bytes, key and value at most 41, TTL or not.
     Redis82,
@@ -247,26 +239,24 @@ impl Embedding {
     }
 }
 
-/// How this server's version tells MSETEX to behave: each difference decided once, at load.
+/// How MSETEX behaves on this server: each difference decided once, at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
     /// SET's bad TTL is `invalid expire time in set`, not `... in 'set' command` (Redis 6.2).
     pub expire_error_unquoted: bool,
     /// SET's NX/XX looks the key up twice, counting a keyspace access (Redis 6.2).
     pub nx_check_counts_access: bool,
-    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a
-    /// change: a call counts its changes once, at the end, and new keys go to MSET.
+    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call per change counted: new keys
+    /// go to MSET, and a call counts its changes once, at the end.
     pub verbatim_copies_call: bool,
     /// Valkey's built-in words two numkeys errors its own way (`outcome::parse_error_text`).
     pub numkeys_errors_worded_as_valkey: bool,
-    /// [`Server::keys_on_io_threads`].
     pub keys_on_io_threads: bool,
     pub routing: Routing,
     /// Command filters see the commands scripts run (Redis; Valkey's scripts skip them).
     pub filters_see_script_calls: bool,
     pub key_specs: bool,
-    /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey; Redis 8.6's
-    /// fires `expire` before `set`).
+    /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey, not Redis).
     pub builtin_writes_as_set: bool,
     /// Valkey: the server need not look up by name each command the module replicates
     /// (`SKIP_COMMAND_VALIDATION`; Redis has no such option).
@@ -276,9 +266,8 @@ pub struct Profile {
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,
-    /// Redis 8.6: `RedisModule_SignalModifiedKey` counts a keyspace hit or miss SET does not, and
-    /// closing a write-opened key signals it: keys are signalled by closing them, and keys only
-    /// looked at are opened for reading.
+    /// Redis 8.6: `RedisModule_SignalModifiedKey` counts a keyspace hit SET does not, and closing a
+    /// write-opened key signals it: keys are signalled by closing them, looked at read-only.
     pub signal_on_close: bool,
     pub builtin: Builtin,
     /// `cluster-enabled yes`: a slot migration streams writes from its start, before INFO shows
@@ -290,7 +279,6 @@ pub struct Profile {
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
     pub slot_export: SlotExport,
-    /// How ACL rules reach MSETEX, as the module API offers (not by version).
     pub acl: AclCheck,
 }
 
@@ -349,7 +337,6 @@ pub enum Routing {
 }
 
 impl Profile {
-    /// The profile of `server` with `environment`.
     pub fn new(server: &Server, environment: Environment) -> Profile {
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
@@ -423,8 +410,8 @@ impl Profile {
         self.verbatim_copies_call
     }
 
-    /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster
-    /// mode (a slot migration's filter can't read its keys: Redis 8.6.3 drops it, and the write).
+    /// Replicas and the AOF run the built-in: under its name, not in cluster mode (a slot
+    /// migration's filter cannot read its keys: Redis 8.6.3 drops it, and the write).
     pub fn native_replication(&self) -> bool {
         self.builtin == Builtin::Serving && !self.cluster
     }

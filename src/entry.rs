@@ -6,9 +6,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::acl::AclCheck;
-use crate::ffi::{
-    self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Optional, Reply,
-};
+use crate::ffi::{self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Reply};
 use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
@@ -167,7 +165,7 @@ fn create(
     let info = ffi::set_command_info(raw, name, docs);
     let categories = ffi::set_acl_categories(raw, name, ACL_CATEGORIES);
     if command.role == Role::Msetex {
-        acl.confirm(categories == Ok(Optional::Done), ffi::acl_check_available())
+        acl.confirm(categories == Ok(true), ffi::acl_check_available())
             .map_err(|error| match &categories {
                 Err(reason) => format!("{error}: {reason}"),
                 Ok(_) => error,

@@ -133,24 +133,17 @@ pub fn register_info<I: InfoSection>(ctx: *mut RawCtx) -> Result<(), String> {
     checked(status, (), || "RedisModule_RegisterInfoFunc failed".into())
 }
 
-/// What happened to an optional registration (`Unsupported`: the API function is missing).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Optional {
-    Done,
-    Unsupported,
-}
-
 /// Whether the module API can register key specifications (Redis 7.0+, Valkey).
 pub fn key_specs_available() -> bool {
     API.get()
         .is_some_and(|api| api.set_command_info.is_some() && api.get_command.is_some())
 }
 
-/// Attaches COMMAND DOCS / INFO data to `name`.
-pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Optional, String> {
+/// Attaches COMMAND DOCS / INFO data to `name`; `Ok(false)` where the module API cannot.
+pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<bool, String> {
     let api = api()?;
     let Some((command, set_info)) = command(ctx, name, api, api.set_command_info)? else {
-        return Ok(Optional::Unsupported);
+        return Ok(false);
     };
     // The arrays the server reads live in `arena` until the call returns; it copies what it keeps.
     let mut arena: Vec<Vec<CommandArg>> = Vec::new();
@@ -182,7 +175,7 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Op
     };
     // SAFETY: command is live; command_info and all it points to outlive this call.
     let status = unsafe { set_info(command, &command_info) };
-    checked(status, Optional::Done, || {
+    checked(status, true, || {
         "RedisModule_SetCommandInfo rejected the command info (see the log above)".to_owned()
     })
 }
@@ -340,19 +333,19 @@ const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySp
 // SAFETY: every field is a pointer (NULL), an integer or a union of integers.
 const KEY_SPEC_END: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
 
-/// Puts the command in ACL categories (Redis 7.2+).
+/// Puts the command in ACL categories (Redis 7.2+); `Ok(false)` where the module API cannot.
 pub fn set_acl_categories(
     ctx: *mut RawCtx,
     name: &CStr,
     categories: &CStr,
-) -> Result<Optional, String> {
+) -> Result<bool, String> {
     let api = api()?;
     let Some((command, set)) = command(ctx, name, api, api.set_command_acl_categories)? else {
-        return Ok(Optional::Unsupported);
+        return Ok(false);
     };
     // SAFETY: command is live; categories is NUL-terminated and parsed at once.
     let status = unsafe { set(command, categories.as_ptr()) };
-    checked(status, Optional::Done, || {
+    checked(status, true, || {
         let categories = categories.to_string_lossy();
         format!("RedisModule_SetCommandACLCategories refused '{categories}'")
     })

@@ -115,24 +115,24 @@ pub fn check_capability<A: Copy, P: Permissions<A>>(
     words: &Words<'_, A>,
     pairs: &[A],
 ) -> Result<(), Lacks<A>> {
-    if !user.allows(&[&[words.mset], pairs]) {
-        return Err(mset_lacks(user, words.mset, pairs));
+    let mset = words.mset;
+    if user.allows(&[&[mset], pairs]) {
+        return user
+            .allows_each_pair(words.set, pairs, words.set_options)
+            .map_err(Lacks::Key);
     }
-    user.allows_each_pair(words.set, pairs, words.set_options)
-        .map_err(Lacks::Key)
-}
-
-/// Why MSET on every key was refused: MSET itself, else the first key MSET alone cannot write
-/// (else the first key: the keys are writable one by one, not in one selector).
-fn mset_lacks<A: Copy, P: Permissions<A>>(user: &mut P, mset: A, pairs: &[A]) -> Lacks<A> {
+    // Why: MSET itself, else the first key MSET alone cannot write (else the first key: the keys
+    // are writable one by one, not in one selector).
     if !user.allows(&[&[mset]]) {
-        return Lacks::Mset;
+        return Err(Lacks::Mset);
     }
     let lacking = pairs
         .chunks_exact(2)
-        .find(|pair| !user.allows(&[&[mset], pair]))
-        .unwrap_or(pairs);
-    lacking.first().map_or(Lacks::Mset, |key| Lacks::Key(*key))
+        .find(|pair| !user.allows(&[&[mset], pair]));
+    Err(lacking
+        .unwrap_or(pairs)
+        .first()
+        .map_or(Lacks::Mset, |key| Lacks::Key(*key)))
 }
 
 impl<'a> Permissions<Arg<'a>> for AclUser<'_> {

@@ -25,7 +25,7 @@ pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
         if !flags.replicated && !flags.loading {
             return Err(Refusal::ApplyFromClient.into());
         }
-        let request = apply::parse(args)?;
+        let request = apply::parse(args).map_err(Refusal::Parse)?;
         let pairs = args.get(request.pairs.clone()).unwrap_or_default();
         write(ctx, module, pairs, &request, flags, ctx.now_ms())
     })

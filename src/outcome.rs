@@ -37,12 +37,6 @@ impl From<Refusal> for Failure {
     }
 }
 
-impl From<ParseError> for Failure {
-    fn from(error: ParseError) -> Failure {
-        Failure::Refused(Refusal::Parse(error))
-    }
-}
-
 impl From<Abort> for Failure {
     fn from(abort: Abort) -> Failure {
         Failure::Aborted(abort)

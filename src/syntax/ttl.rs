@@ -20,7 +20,11 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
         return Err(ParseError::WrongArity);
     }
     // The options end at the first argument that is none (KEEPTTL is none here).
-    let count = leading_options(argv);
+    let is_option = |arg: &&A| {
+        let keyword = Keyword::parse(arg.as_ref());
+        matches!(keyword, Some(Keyword::Condition(_) | Keyword::Unit(_)))
+    };
+    let count = argv.iter().skip(1).take_while(is_option).count();
     let (condition, unit) = read_options(argv.get(1..1 + count).unwrap_or_default())?;
     let time = argv.get(1 + count).map(AsRef::as_ref);
     let first_key = 2 + count;
@@ -72,17 +76,6 @@ fn read_options<A: AsRef<[u8]>>(options: &[A]) -> Result<(Condition, TimeUnit), 
         condition.unwrap_or(Condition::Always),
         unit.unwrap_or(TimeUnit::Seconds),
     ))
-}
-
-/// How many arguments from argv[1] on are options (NX, XX, EX, PX, EXAT, PXAT).
-fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
-    let is_option = |arg: &A| {
-        matches!(
-            Keyword::parse(arg.as_ref()),
-            Some(Keyword::Condition(_) | Keyword::Unit(_))
-        )
-    };
-    argv.iter().skip(1).take_while(|arg| is_option(arg)).count()
 }
 
 /// True when the call reads as the NUMKEYS form *with at least one option* (valid numkeys, that

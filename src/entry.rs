@@ -18,8 +18,56 @@ use crate::{command, config, plan, stats};
 pub struct Entry;
 
 impl ffi::Module for Entry {
-    fn load(ctx: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
-        load(ctx, args)
+    /// MODULE LOAD / `loadmodule`.
+    fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
+        let given = config::parse_load_args(args)?;
+        ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
+        let options = config::settle(&given)?;
+        let fields = ffi::server_info_fields(
+            c"server",
+            &["redis_version", "server_name", "valkey_version"],
+        );
+        let server = Server::identify(|name| {
+            let field = fields.iter().find(|(field, _)| *field == name);
+            field.map(|(_, value)| value.as_str())
+        })
+        .ok_or(
+            "cannot tell which server this is (INFO server has no version the module can read); \
+             MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
+             (Redis 6.2+, Valkey 7.2+)",
+        )?;
+        if let Some(note) = server.untested_note() {
+            ffi::log(raw, LogLevel::Notice, &note);
+        }
+        let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+        let cluster = ffi::cluster_enabled(raw);
+        let environment = Environment {
+            cluster,
+            io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
+            jemalloc: allocator
+                .first()
+                .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+            callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
+            name_in_use: if options.default_name() || options.command_name.contains('.') {
+                Some(false)
+            } else {
+                ffi::original_command_name(raw, &options.command_name)
+            },
+            builtin_listed: ffi::original_command_name(raw, "msetex"),
+            keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
+            acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
+            key_specs: ffi::key_specs_available(),
+            slot_migrations_at_load: cluster.then(|| ffi::slot_migrations_listed(raw)).flatten(),
+        };
+        match plan::plan(&options, &server, environment)? {
+            Plan::BuiltinServes { line, profile } => {
+                let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
+                ffi::set_module_options(raw, asm, on_close, false)?;
+                ffi::log(raw, LogLevel::Notice, &line);
+                Ok(())
+            }
+            Plan::Register(registrations) => register(raw, *registrations),
+        }
     }
 
     /// Whether MODULE UNLOAD may go ahead: only where nothing was registered or nothing can hold
@@ -44,58 +92,6 @@ static UNHELD: AtomicBool = AtomicBool::new(false);
 
 /// A call of the built-in MSETEX: `COMMAND GETKEYS` answers only `a` where the step is not read.
 const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
-
-/// MODULE LOAD / `loadmodule`.
-fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
-    let given = config::parse_load_args(args)?;
-    ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
-    let options = config::settle(&given)?;
-    let fields = ffi::server_info_fields(
-        c"server",
-        &["redis_version", "server_name", "valkey_version"],
-    );
-    let server = Server::identify(|name| {
-        let field = fields.iter().find(|(field, _)| *field == name);
-        field.map(|(_, value)| value.as_str())
-    })
-    .ok_or(
-        "cannot tell which server this is (INFO server has no version the module can read); \
-         MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
-         (Redis 6.2+, Valkey 7.2+)",
-    )?;
-    if let Some(note) = server.untested_note() {
-        ffi::log(raw, LogLevel::Notice, &note);
-    }
-    let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
-    let cluster = ffi::cluster_enabled(raw);
-    let environment = Environment {
-        cluster,
-        io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
-        jemalloc: allocator
-            .first()
-            .is_some_and(|(_, value)| value.starts_with("jemalloc")),
-        callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
-        name_in_use: if options.default_name() || options.command_name.contains('.') {
-            Some(false)
-        } else {
-            ffi::original_command_name(raw, &options.command_name)
-        },
-        builtin_listed: ffi::original_command_name(raw, "msetex"),
-        keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
-        acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
-        key_specs: ffi::key_specs_available(),
-        slot_migrations_at_load: cluster.then(|| ffi::slot_migrations_listed(raw)).flatten(),
-    };
-    match plan::plan(&options, &server, environment)? {
-        Plan::BuiltinServes { line, profile } => {
-            let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
-            ffi::set_module_options(raw, asm, on_close, false)?;
-            ffi::log(raw, LogLevel::Notice, &line);
-            Ok(())
-        }
-        Plan::Register(registrations) => register(raw, *registrations),
-    }
-}
 
 /// Executes a plan, in its order.
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {

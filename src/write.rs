@@ -213,7 +213,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         if batch_only {
             return self.defer(at, key, integer, None);
         }
-        if self.batch.contains(key) {
+        if self.batch.len() > 0 && self.batch.holds(Batch::bit(key), key) {
             self.flush()?;
         }
         // One access, as SET's own lookup of the key.
@@ -306,9 +306,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.finish(Some(handle), key, WrittenBy::KeyApi, set, Resolved::Keep)
     }
 
-    /// Finishes a written key whose expiry `set` tried to set. Where that (or opening the key)
-    /// failed, the key is still signalled and reported as it stands (with `held`, the expiry it
-    /// kept) or as gone, then the failure returned: a replica must hold what the primary holds.
+    /// Finishes a written key whose expiry `set` tried to set: closed, signalled, SET's `expire`
+    /// fired, reported. Where that (or opening the key) failed, the key is still signalled and
+    /// reported as it stands (with `held`, the expiry it kept) or as gone, then the failure
+    /// returned: a replica must hold what the primary holds.
     fn finish(
         &mut self,
         handle: Option<K::Key>,
@@ -319,7 +320,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     ) -> Result<(), Abort> {
         let abort = match (handle, set) {
             (Some(handle), Ok(expiry)) => {
-                self.close(handle, key, by, expiry);
+                drop(handle); // which signals the key on Redis 8.6
+                if !self.profile.signal_on_close {
+                    self.keyspace.signal(key);
+                }
+                if let Resolved::At(_) = expiry {
+                    self.keyspace.notify(EventClass::Generic, c"expire", key);
+                }
+                self.sink.written(key, by, expiry);
+                self.written += 1;
                 return Ok(());
             }
             (Some(handle), Err(abort)) => {
@@ -336,20 +345,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             self.sink.vanished(key);
         }
         Err(abort)
-    }
-
-    /// Closes a key whose `expiry` the module set: signals it (closing it does on Redis 8.6),
-    /// fires SET's `expire`, reports it.
-    fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy, expiry: Resolved) {
-        drop(handle);
-        if !self.profile.signal_on_close {
-            self.keyspace.signal(key);
-        }
-        if let Resolved::At(_) = expiry {
-            self.keyspace.notify(EventClass::Generic, c"expire", key);
-        }
-        self.sink.written(key, by, expiry);
-        self.written += 1;
     }
 
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
@@ -444,7 +439,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             };
             start += size;
         }
-        self.batch.give_back(run);
+        // The run's buffer serves the next.
+        let mut lfu = run.lfu;
+        lfu.clear();
+        self.batch.run.lfu = lfu;
         outcome
     }
 
@@ -680,12 +678,8 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         (bit / 64, 1 << (bit % 64))
     }
 
-    /// Whether `key` waits: the filter rules most out, a scan confirms (a needless flush costs).
-    fn contains(&self, key: A) -> bool {
-        self.len() > 0 && self.holds(Batch::bit(key), key)
-    }
-
-    /// [`Batch::contains`] with the key's filter bit already computed.
+    /// Whether `key`, whose filter bit this is, waits: the filter rules most keys out, a scan
+    /// confirms the rest (a needless flush costs).
     fn holds(&self, (word, mask): (usize, u64), key: A) -> bool {
         self.filter.get(word).is_some_and(|w| w & mask != 0)
             && self.run.flat(0, self.run.len).is_some_and(|flat| {
@@ -715,13 +709,6 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         self.filter = [0; 64];
         let call = self.run.call;
         std::mem::replace(&mut self.run, Run::empty(call))
-    }
-
-    /// A written run's buffer, for the next run.
-    fn give_back(&mut self, run: Run<'w, A>) {
-        let mut lfu = run.lfu;
-        lfu.clear();
-        self.run.lfu = lfu;
     }
 }
 

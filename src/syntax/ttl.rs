@@ -1,5 +1,4 @@
-//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`, and
-//! its COMMAND DOCS.
+//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`.
 
 use std::ffi::CStr;
 
@@ -78,9 +77,8 @@ fn read_options<A: AsRef<[u8]>>(options: &[A]) -> Result<(Condition, TimeUnit), 
     ))
 }
 
-/// True when the call reads as the NUMKEYS form *with at least one option* (valid numkeys, that
-/// many pairs, valid options), as typed Redis 8.4+ clients send (`MSETEX 2 k v k v EX 60`): the
-/// TTL form would store the options as keys. Without options the forms cannot be told apart.
+/// Whether the call reads as the NUMKEYS form *with at least one option*, as typed Redis 8.4+
+/// clients send (`MSETEX 2 k v k v EX 60`): the TTL form would store the options as keys.
 fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
     numkeys::pairs(argv)
         .is_ok_and(|pairs| pairs.end < argv.len() && numkeys::options(argv, pairs.end).is_ok())

@@ -1,10 +1,8 @@
-//! The deadline of one call: a relative expiry (`EX`, `PX`) takes effect once, at the first key
-//! written, from the server's command clock (its time snapshot on Redis 7.2+, as SET's); then one
-//! absolute deadline ([`Resolved`]) serves every other key, replicas and the AOF.
+//! The deadline of one call: a relative expiry takes effect once, at the first key written, from
+//! the command's clock; then one absolute deadline ([`Resolved`]) serves the rest.
 
 use crate::ffi::Word;
 
-/// What happens to each key's time to live, as the call says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
     /// `EX` / `PX`: milliseconds from the command's clock (> 0, the deadline fits an i64 clock).
@@ -17,10 +15,9 @@ pub enum Expiry {
     Persist,
 }
 
-/// An expiry with its deadline known, never relative: what keys, replicas and the AOF get.
+/// An expiry with its deadline known: what keys, replicas and the AOF get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolved {
-    /// This unix time in milliseconds.
     At(i64),
     Keep,
     Persist,
@@ -32,7 +29,7 @@ impl Expiry {
         matches!(self, Expiry::In(_) | Expiry::At(_))
     }
 
-    /// The absolute form, once known (always but for a relative TTL before the first key).
+    /// The absolute form, once known (all but a relative TTL before the first key).
     pub fn resolved(self) -> Option<Resolved> {
         match self {
             Expiry::In(_) => None,
@@ -42,7 +39,7 @@ impl Expiry {
         }
     }
 
-    /// A relative TTL took effect at `at`, which now serves the other keys and replication.
+    /// A relative TTL took effect at `at`, which serves from now on.
     pub fn took_effect(&mut self, at: i64) {
         if let Expiry::In(_) = self {
             *self = Expiry::At(at);
@@ -60,8 +57,8 @@ impl From<Resolved> for Expiry {
     }
 }
 
-/// `expiry` as SET's and the built-in MSETEX's options after the pairs: `PXAT <ms>`, `PX <ms>`,
-/// `KEEPTTL` or nothing. The inverse of the NUMKEYS form's options (round-trip property test).
+/// `expiry` as SET's and the built-in's options after the pairs (the inverse of the NUMKEYS form's
+/// options: round-trip property test).
 pub fn options(expiry: Expiry) -> Vec<Word> {
     match expiry {
         Expiry::At(at) => vec![Word::Text(b"PXAT"), Word::Number(at)],

@@ -13,7 +13,6 @@ use crate::syntax::{Ack, Request};
 use crate::write::Batching;
 use crate::{stats, write};
 
-/// `MSETEX ...` in the syntax the module was loaded with.
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| run(ctx, module, args))
 }
@@ -115,8 +114,7 @@ fn write(
 }
 
 /// Redis 7.0 ([`AclCheck::Capability`]): whether the user may write the keys with MSET and each
-/// with SET; skipped where the server's own check is, a refusal logged in the ACL log. Not
-/// inlined: `make profile` tells its share.
+/// with SET, a refusal logged in the ACL log. Not inlined: `make profile` tells its share.
 #[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,

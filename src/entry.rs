@@ -1,6 +1,5 @@
 //! Everything the server calls, and the only place `ffi` calls up into: the load (read the server,
-//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, configurations, INFO,
-//! MODULE UNLOAD).
+//! let `plan` decide, do it) and `ffi`'s traits.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +13,6 @@ use crate::server::{Callable, Environment, Server, SlotExport};
 use crate::syntax::ACL_CATEGORIES;
 use crate::{command, config, plan, stats};
 
-/// The module, as the server loads and unloads it.
 pub struct Entry;
 
 impl ffi::Module for Entry {
@@ -93,7 +91,6 @@ static UNHELD: AtomicBool = AtomicBool::new(false);
 /// A call of the built-in MSETEX: `COMMAND GETKEYS` answers only `a` where the step is not read.
 const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
-/// Executes a plan, in its order.
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let profile = &plan.module.profile;
     ffi::set_module_options(
@@ -212,7 +209,6 @@ impl ffi::Command for Changes {
     }
 }
 
-/// The command filter and the server events.
 struct Hooks;
 
 impl ffi::Hooks for Hooks {

@@ -1,6 +1,5 @@
 //! Writes the keys of one call as `SET key value <expiry>` would leave them, each reported to a
-//! [`Sink`]; on an [`Abort`] the keys before it stay written and replicated. The three paths (in
-//! place, new key, batch) and their order rules: docs/DESIGN.md, "Writing a key".
+//! [`Sink`] (DESIGN.md, "Writing a key"); after an [`Abort`] the keys before stay replicated.
 
 use std::ffi::CStr;
 
@@ -21,18 +20,15 @@ const BATCH_MAX: usize = 256;
 pub trait Keyspace {
     type Arg: Copy + AsRef<[u8]>;
     type Key: OpenKey<Self::Arg>;
-    /// Opens `key` for writing (dropped: closed).
     fn open(&self, key: Self::Arg, touch: Touch) -> Option<Self::Key>;
     /// Opens `key` only to look at it, with no effect a client could see.
     fn look(&self, key: Self::Arg) -> Option<Self::Key>;
     fn notify(&self, class: EventClass, event: &'static CStr, key: Self::Arg);
-    /// Tells WATCH and client-side caching that `key` changed.
     fn signal(&self, key: Self::Arg);
-    /// Runs the server's `command [numkeys] pairs... tail...`; false if it failed.
+    /// Runs the server's command on `pairs`; false if it failed.
     fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
 }
 
-/// One call of a server write command on a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerWrite {
     pub command: &'static CStr,
@@ -45,11 +41,11 @@ pub struct ServerWrite {
 /// How a key was written: what counted it for RDB saves (`server.dirty`), what is left to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WrittenBy {
-    /// The module's key API: nothing counted or sent it yet.
+    /// Nothing counted or sent it yet.
     KeyApi,
-    /// A server command called without replication (MSET, built-in MSETEX, SET): counted only.
+    /// A server command called without replication (MSET, built-in MSETEX): counted only.
     Command,
-    /// A server command called with replication (SET, `!`): counted, and sent what it sends.
+    /// A server command called with replication (SET, `!`): counted and sent.
     ReplicatedCommand,
 }
 
@@ -60,15 +56,12 @@ pub trait Sink<A> {
     fn vanished(&mut self, key: A);
 }
 
-/// What writes the keys the key API cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Batching {
-    /// MSET, then each key's deadline.
     Mset,
-    /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
+    /// The built-in MSETEX (Valkey 9.1+).
     Builtin,
-    /// `SET key value <expiry> !` per key, where the deadline may be past on Valkey 8+: SET
-    /// decides (it may delete the key) and replicates what it did.
+    /// `SET key value <expiry> !` per key, where the deadline may be past on Valkey 8+.
     EveryKeyWithSet,
 }
 
@@ -126,7 +119,6 @@ pub fn condition_holds<K: Keyspace>(
     pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
 }
 
-/// Whether an opened key (if it could be opened) holds a value.
 fn holds_a_value<A>(handle: Option<impl OpenKey<A>>) -> bool {
     handle.is_some_and(|h| h.contents() != Contents::Nothing)
 }
@@ -188,11 +180,10 @@ struct Writer<'w, K: Keyspace, S> {
     batch: Batch<'w, K::Arg>,
     written: usize,
     in_place: usize,
-    /// A key of this call was new where new keys go to MSET ([`Profile::new_keys_by_mset`]).
+    /// A key of this call was new where new keys go to MSET.
     new_keys_seen: bool,
 }
 
-/// How the key API writes a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
     New,
@@ -200,7 +191,6 @@ enum Written {
 }
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
-    /// Writes the pair `at` (of the call's pairs).
     fn pair(&mut self, at: usize, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
         // Integers and values SET embeds go to the batch unopened (its lookup is the one access;
         // KEEPTTL: the key's TTL decides), and so does every key after a new one where new keys
@@ -246,7 +236,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.keyspace.open(key, touch).ok_or(Abort("open the key"))
     }
 
-    /// Whether SET would embed `value` with `key`; `kept_ttl`: KEEPTTL keeps the key's TTL.
+    /// Whether SET would embed `value` with `key` (`kept_ttl`: KEEPTTL keeps the key's TTL).
     fn embeds(&self, key: K::Arg, value: K::Arg, kept_ttl: bool) -> bool {
         let ttl_after = kept_ttl || self.expiry.sets_ttl();
         self.profile.in_place.is_some_and(|embedding| {
@@ -254,9 +244,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key (beside the built-in batch,
-    /// only a value SET would not embed; none where new keys go to MSET), or in place: a
-    /// same-length string SET would not embed, in a buffer as compact as a fresh one.
+    /// How the key API writes `key` as SET would, if it can: a new key, or in place (a same-length
+    /// string SET would not embed, in a buffer as compact as a fresh one).
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
         let kept_ttl = |handle: &K::Key| self.expiry == Expiry::Keep && handle.deadline().is_some();
@@ -282,7 +271,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Events, expiry, signal and report of a key the key API wrote, in SET's order.
     fn key_api_done(
         &mut self,
         mut handle: K::Key,
@@ -306,10 +294,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.finish(Some(handle), key, WrittenBy::KeyApi, set, Resolved::Keep)
     }
 
-    /// Finishes a written key whose expiry `set` tried to set: closed, signalled, SET's `expire`
-    /// fired, reported. Where that (or opening the key) failed, the key is still signalled and
-    /// reported as it stands (with `held`, the expiry it kept) or as gone, then the failure
-    /// returned: a replica must hold what the primary holds.
+    /// Finishes a written key whose expiry `set` tried to set. Where that (or opening the key)
+    /// failed, it is still signalled and reported as it stands (`held`: the expiry it kept) or as
+    /// gone, then the failure returned: a replica must hold what the primary holds.
     fn finish(
         &mut self,
         handle: Option<K::Key>,
@@ -357,8 +344,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Sets a just written key's expiry; `kept`: its deadline before MSET cleared it (KEEPTTL);
-    /// `in_place`: the key kept its old TTL entry. The call's expiry, resolved.
+    /// Sets a just written key's expiry (`kept`: its deadline before MSET cleared it; `in_place`: it
+    /// kept its TTL entry); the call's expiry, resolved.
     fn apply_expiry(
         &mut self,
         handle: &mut K::Key,
@@ -390,8 +377,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Puts the pair `at` in the batch, flushed first where it holds the other kind of value
-    /// (integers or not), this key, or is no run ending before `at`.
+    /// Puts the pair `at` in the batch, flushed first where it holds the other kind of value, this
+    /// key, or is no run ending before `at`.
     #[inline(always)]
     fn defer(
         &mut self,
@@ -439,7 +426,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             };
             start += size;
         }
-        // The run's buffer serves the next.
         let mut lfu = run.lfu;
         lfu.clear();
         self.batch.run.lfu = lfu;
@@ -572,7 +558,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// `key`'s deadline, read without effect.
     fn deadline_of(&self, key: K::Arg) -> Option<i64> {
         look_at(self.keyspace, self.profile, key, Touch::No).and_then(|h| h.deadline())
     }
@@ -584,16 +569,14 @@ struct Batch<'w, A> {
     filter: [u64; 64],
 }
 
-/// A run of the call's pairs, the batch's until it is taken to be written.
+/// A run of the call's pairs, until it is taken to be written.
 struct Run<'w, A> {
-    /// The call's pairs: key, value, key, value... as MSET takes them.
+    /// The call's pairs, flat as MSET takes them.
     call: &'w [A],
-    /// The run: its first pair and how many.
     first: usize,
     len: usize,
-    /// The LFU counters to restore after the batch's own lookup, by pair (few pairs have one).
+    /// The LFU counters to restore after the batch's own lookup, by pair.
     lfu: Vec<(usize, i64)>,
-    /// The values waiting are integers (else none is).
     integers: bool,
 }
 
@@ -608,13 +591,11 @@ impl<'w, A: Copy> Run<'w, A> {
         }
     }
 
-    /// The waiting pairs, flat.
     fn flat(&self, start: usize, size: usize) -> Option<&'w [A]> {
         let from = self.first.checked_add(start)?.checked_mul(2)?;
         self.call.get(from..from.checked_add(size.checked_mul(2)?)?)
     }
 
-    /// The `size` pairs from pair `start` of the run.
     fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
         let end = start.checked_add(size)?;
         let lfu_from = self.lfu.partition_point(|(pair, _)| *pair < start);
@@ -704,7 +685,6 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         run.len += 1;
     }
 
-    /// The waiting run, to be written; the batch is left empty.
     fn take(&mut self) -> Run<'w, A> {
         self.filter = [0; 64];
         let call = self.run.call;
@@ -712,9 +692,7 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
     }
 }
 
-/// Pairs of a batch written by one server command.
 struct Part<'b, A> {
-    /// key, value, key, value...
     flat: &'b [A],
     /// The batch's index of the first pair.
     first: usize,
@@ -730,8 +708,7 @@ impl<'b, A: Copy> Part<'b, A> {
             .filter_map(|pair| pair.first().copied())
     }
 
-    /// The LFU counter to restore of the part's key `index`, asked for in order (the counters of
-    /// the keys before it are passed).
+    /// The LFU counter to restore of the part's key `index`, asked for in order.
     fn lfu_of(&mut self, index: usize) -> Option<i64> {
         match self.lfu {
             [(pair, counter), rest @ ..] if *pair == self.first + index => {

@@ -239,15 +239,15 @@ impl Embedding {
     }
 }
 
-/// How MSETEX behaves on this server: each difference decided once, at load.
+/// How MSETEX behaves on this server: each difference decided once, at load (DESIGN.md, "Facts
+/// taken from the version", tells each).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
     /// SET's bad TTL is `invalid expire time in set`, not `... in 'set' command` (Redis 6.2).
     pub expire_error_unquoted: bool,
     /// SET's NX/XX looks the key up twice, counting a keyspace access (Redis 6.2).
     pub nx_check_counts_access: bool,
-    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call per change counted: new keys
-    /// go to MSET, and a call counts its changes once, at the end.
+    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call per change counted.
     pub verbatim_copies_call: bool,
     /// Valkey's built-in words two numkeys errors its own way (`outcome::parse_error_text`).
     pub numkeys_errors_worded_as_valkey: bool,
@@ -258,20 +258,18 @@ pub struct Profile {
     pub key_specs: bool,
     /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey, not Redis).
     pub builtin_writes_as_set: bool,
-    /// Valkey: the server need not look up by name each command the module replicates
-    /// (`SKIP_COMMAND_VALIDATION`; Redis has no such option).
+    /// Valkey's `SKIP_COMMAND_VALIDATION`: no lookup by name of each command replicated.
     pub replicate_without_lookup: bool,
     pub keynum_step: KeynumStep,
     /// Where SET stores a string; `None`: never in place (no jemalloc, whose classes `sizing` knows).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,
-    /// Redis 8.6: `RedisModule_SignalModifiedKey` counts a keyspace hit SET does not, and closing a
-    /// write-opened key signals it: keys are signalled by closing them, looked at read-only.
+    /// Redis 8.6: `RedisModule_SignalModifiedKey` counts a keyspace hit SET does not: keys are
+    /// signalled by closing them, and looked at read-only.
     pub signal_on_close: bool,
     pub builtin: Builtin,
-    /// `cluster-enabled yes`: a slot migration streams writes from its start, before INFO shows
-    /// it, and its filter cannot read the built-in's keys.
+    /// `cluster-enabled yes`.
     pub cluster: bool,
     /// Redis before 7.2: a key SET overwrites gets a fresh LRU clock (later ones keep the old).
     pub fresh_lru_on_overwrite: bool,

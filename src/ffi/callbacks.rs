@@ -199,24 +199,11 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             return;
         }
         // Read on demand: a call without options needs only its first few.
-        let args: Vec<FilterArg<'_>> = (0..count)
-            .map(|pos| FilterArg {
-                filter: &filter,
-                pos,
-            })
-            .collect();
+        let args: Vec<FilterArg<'_>> = (0..count).map(|pos| FilterArg(&filter, pos)).collect();
         let changes = H::filter(&args);
         // Every argument in place before any change: new ones made, the command's own retained.
-        let prepared: Option<Vec<Vec<OwnedString>>> = changes
-            .iter()
-            .map(|change| {
-                change
-                    .with
-                    .iter()
-                    .map(|piece| filter.prepare(piece))
-                    .collect()
-            })
-            .collect();
+        let prepare = |change: &ArgsChange| change.with.iter().map(|p| filter.prepare(p)).collect();
+        let prepared: Option<Vec<Vec<OwnedString>>> = changes.iter().map(prepare).collect();
         let Some(prepared) = prepared else {
             return;
         };
@@ -240,16 +227,13 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
     });
 }
 
-/// Argument `pos` of the command being filtered, read when asked for (before any change).
-struct FilterArg<'f> {
-    filter: &'f Filter,
-    pos: c_int,
-}
+/// Argument `.1` of the command being filtered, read when asked for (before any change).
+struct FilterArg<'f>(&'f Filter, c_int);
 
 impl AsRef<[u8]> for FilterArg<'_> {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: pos is below the command's argument count, read before any change is made.
-        unsafe { self.filter.arg(self.pos) }.unwrap_or_default()
+        // SAFETY: .1 is below the command's argument count, read before any change is made.
+        unsafe { self.0.arg(self.1) }.unwrap_or_default()
     }
 }
 

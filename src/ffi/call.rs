@@ -9,7 +9,7 @@ use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 use super::api::{Api, OK};
 use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 
-/// One pair of an MSET call with fresh values: key, value bytes, length.
+/// A fresh pair of an MSET call: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
 /// `RedisModule_Call`'s format for `count` fresh pairs (`v`, `sb` per pair, `v`), `!` first where
@@ -38,7 +38,7 @@ pub fn fresh_part(pairs: usize) -> usize {
     pairs.min(64).checked_ilog2().map_or(0, |log| 1 << log)
 }
 
-/// `call` of `$head`, `$chunk`'s pairs and `$tail` ("v", "sb" per pair, "v"), spelled out per size.
+/// `call` of `$head`, `$chunk`'s pairs and `$tail`, spelled out per size.
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
      $( $size:literal => [$($i:literal)+] ),+) => {
@@ -59,7 +59,7 @@ macro_rules! call_fixed {
     };
 }
 
-/// Whether a server command the module runs takes a pair count first (built-in MSETEX) or not.
+/// Whether the server command takes a pair count first (built-in MSETEX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Head {
     None,
@@ -91,7 +91,6 @@ impl<'call> Ctx<'call> {
         propagation: Propagation,
         tail: &[OwnedString],
     ) -> bool {
-        // The flags before the format: `!` where the command replicates itself.
         let (bang, format) = match propagation {
             Propagation::ByModule => ("", c"v"),
             Propagation::ByCommand => ("!", c"!v"),
@@ -234,7 +233,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Counts a change for RDB saves (`server.dirty`) where the server drops what is replicated.
+    /// Counts a change for RDB saves where the server drops what is replicated.
     pub fn count_change(&self) {
         // SAFETY: ctx is the live command context. Always returns OK.
         unsafe { (self.api.replicate_verbatim)(self.raw) };
@@ -255,7 +254,6 @@ pub(super) struct CallReply {
 }
 
 impl CallReply {
-    /// `None` for NULL: the call did not run (see errno).
     pub(super) fn new(ptr: *mut RedisModuleCallReply, api: &'static Api) -> Option<CallReply> {
         (!ptr.is_null()).then(|| CallReply { ptr, api })
     }
@@ -290,7 +288,7 @@ unsafe fn text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<Vec<u8>> {
     }
 }
 
-/// The pointers of `head`, `pairs` and `tail`, in order: a "v" argument.
+/// The pointers of `head`, `pairs` and `tail`: a "v" argument.
 fn argv(
     head: &[OwnedString],
     pairs: &[Arg<'_>],

@@ -9,7 +9,6 @@ use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
 use super::api::{log, Api, LogLevel, API};
 
-/// A "where are the keys" call (flag `getkeys-api`).
 pub struct KeyPositions<'call>(pub(super) Ctx<'call>);
 
 impl KeyPositions<'_> {
@@ -29,7 +28,6 @@ impl KeyPositions<'_> {
         }
     }
 
-    /// The server's clock, as the command reads it ([`Ctx::now_ms`]).
     pub fn now_ms(&self) -> i64 {
         self.0.now_ms()
     }
@@ -50,7 +48,7 @@ pub struct Ctx<'call> {
     _call: PhantomData<&'call mut RedisModuleCtx>,
 }
 
-/// One command argument, borrowed from the server for the length of the call.
+/// One command argument, borrowed from the server for the call.
 #[derive(Clone, Copy)]
 pub struct Arg<'call> {
     pub(super) ptr: *mut RedisModuleString,
@@ -118,7 +116,6 @@ pub enum EventClass {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextFlags {
-    /// On, or being turned on.
     pub aof: bool,
     pub replicated: bool,
     /// The AOF replays this call.
@@ -172,7 +169,6 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// The server's clock in unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         // SAFETY: no arguments; reads the server clock.
         unsafe { (self.api.milliseconds)() }
@@ -192,7 +188,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Tells WATCH and client-side caching that `key` changed (see [`super::set_module_options`]).
+    /// Tells WATCH and client-side caching that `key` changed.
     pub fn signal_modified(&self, key: Arg<'call>) {
         // SAFETY: ctx and key are live for the call; always returns OK.
         unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
@@ -208,7 +204,6 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
     }
 
-    /// A string owned by the module (not by the call).
     pub fn string(&self, bytes: &[u8]) -> Option<OwnedString> {
         OwnedString::from_bytes(self.api, bytes)
     }
@@ -226,7 +221,6 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// One protocol word the module sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Word {
     Text(&'static [u8]),
@@ -252,8 +246,7 @@ impl OwnedString {
         OwnedString::new(ptr, api)
     }
 
-    /// Another reference to `ptr` (a string the server owns, live): ours to free or hand over.
-    /// Safety: `ptr` is a live string.
+    /// Another reference to the live string `ptr`, ours to free or hand over. Safety: `ptr` is live.
     pub(super) unsafe fn retained(api: &'static Api, ptr: *mut RedisModuleString) -> OwnedString {
         // SAFETY: the caller's contract; a NULL ctx increments its reference count.
         unsafe { (api.retain_string)(null_mut(), ptr) };

@@ -60,14 +60,11 @@ pub trait OpenKey<A> {
     fn allocation(&mut self, len: usize) -> Option<sds::Allocation>;
     /// Writes `bytes` over the same-length string value in place.
     fn overwrite(&mut self, bytes: &[u8]) -> bool;
-    /// Stores `value` (the TTL is cleared).
     fn set(&mut self, value: A) -> bool;
-    /// The absolute expiry, if any.
     fn deadline(&self) -> Option<i64>;
     /// Sets the TTL from the command's time snapshot where there is one, as SET; the deadline.
     fn expire_in(&mut self, ms: i64) -> Option<i64>;
     fn expire_at(&mut self, at: i64) -> bool;
-    /// Removes the TTL, as SET without an expiry option does.
     fn persist(&mut self) -> bool;
     /// The LFU counter, when the eviction policy is LFU.
     fn lfu(&self) -> Option<i64>;

@@ -41,8 +41,7 @@ pub fn set_module_options(
     if atomic_slot_migration && known & ATOMIC_SLOT_MIGRATION != 0 {
         options |= ATOMIC_SLOT_MIGRATION;
     }
-    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it: what the module
-    // replicates is checked at load.
+    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it (checked at load).
     const SKIP_COMMAND_VALIDATION: c_int = 1 << 4;
     if skip_command_validation && known & SKIP_COMMAND_VALIDATION != 0 {
         options |= SKIP_COMMAND_VALIDATION;
@@ -133,7 +132,6 @@ pub fn register_info<I: InfoSection>(ctx: *mut RawCtx) -> Result<(), String> {
     checked(status, (), || "RedisModule_RegisterInfoFunc failed".into())
 }
 
-/// Whether the module API can register key specifications (Redis 7.0+, Valkey).
 pub fn key_specs_available() -> bool {
     API.get()
         .is_some_and(|api| api.set_command_info.is_some() && api.get_command.is_some())
@@ -198,7 +196,7 @@ fn command<F>(
     Ok(Some((command, set)))
 }
 
-/// The terminator of an argument array (all zero, as in C), and every argument's unset fields.
+/// The terminator of an argument array (all zero), and every argument's unset fields.
 // SAFETY: every field is a pointer (NULL) or an integer.
 const ARG_END: CommandArg = unsafe { std::mem::zeroed() };
 
@@ -329,7 +327,7 @@ const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySp
     },
 };
 
-/// The terminator of a key spec array: all zero, as in C (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
+/// The terminator of a key spec array: all zero (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
 // SAFETY: every field is a pointer (NULL), an integer or a union of integers.
 const KEY_SPEC_END: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
 

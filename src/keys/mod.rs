@@ -1,6 +1,5 @@
-//! Where a call's keys are, and how the server learns them (DESIGN.md, "Where the keys are"):
-//! [`Reading`], the registration, the call as passed and the getkeys callback; the filter's
-//! rewrite and the load's check are in `rewrite.rs`.
+//! Where a call's keys are, and how the server learns them (DESIGN.md, "Where the keys are"); the
+//! filter's rewrite and the load's check are in `rewrite.rs`.
 
 use std::ffi::CStr;
 
@@ -55,7 +54,6 @@ impl Reading {
         }
     }
 
-    /// `INFO msetex`'s `keys` field.
     pub fn label(self) -> &'static CStr {
         match self {
             Reading::Callback => c"callback",
@@ -66,7 +64,6 @@ impl Reading {
     }
 }
 
-/// How this deployment's calls get their keys to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keys {
     pub syntax: Syntax,
@@ -87,7 +84,6 @@ impl Keys {
         }
     }
 
-    /// Whether the command filter rewrites every call of this deployment.
     pub fn rewrites(&self) -> bool {
         matches!(self.reading, Reading::Marked | Reading::KeysOnly)
     }
@@ -98,13 +94,12 @@ impl Keys {
         self.rewrites() || self.keynum_complete()
     }
 
-    /// Whether MSETEX's spec is a keynum spec taken as complete.
     fn keynum_complete(&self) -> bool {
         let spec = self.docs().spec;
         matches!(spec, KeySpec::Keynum { incomplete, .. } if !incomplete)
     }
 
-    /// The flags MSETEX registers with: a getkeys callback only where the server may call it.
+    /// A getkeys callback only where the server may call it.
     pub fn flags(&self) -> &'static CStr {
         match self.reading {
             Reading::Callback => c"write deny-oom getkeys-api",

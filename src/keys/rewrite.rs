@@ -129,21 +129,15 @@ impl Keys {
             Syntax::Ttl => [&[name][..], options, &[a, b"1", b, b"2"]].concat(),
             Syntax::Numkeys => [&[name, b"2", a, b"1", b, b"2"][..], options].concat(),
         };
-        let mut command: Vec<Vec<u8>> = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call]
-            .concat()
-            .into_iter()
-            .map(<[u8]>::to_vec)
-            .collect();
-        let sent = command.clone();
+        let words = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call].concat();
+        let sent: Vec<Vec<u8>> = words.into_iter().map(<[u8]>::to_vec).collect();
+        let mut command = sent.clone();
         for change in self.rewrite(ours, &sent) {
             change.apply(&mut command, &sent);
         }
         let asked: Vec<&[u8]> = command.iter().skip(2).map(Vec::as_slice).collect();
         let shown = |words: &[&[u8]]| {
-            let words: Vec<String> = words
-                .iter()
-                .map(|w| String::from_utf8_lossy(w).into_owned())
-                .collect();
+            let words: Vec<_> = words.iter().map(|w| String::from_utf8_lossy(w)).collect();
             words.join(" ")
         };
         match getkeys(&asked) {
@@ -170,7 +164,6 @@ impl Keys {
     }
 }
 
-/// The keys of the call [`Keys::check`] asks about.
 const PROBE_KEYS: [&[u8]; 2] = [b"{msetex}a", b"{msetex}b"];
 
 /// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
@@ -219,7 +212,6 @@ fn encode<A: AsRef<[u8]>>(mark: Mark, before: Option<usize>, args: &[A]) -> Vec<
 fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     let start = out.len();
     loop {
-        // `n % 10` is one digit: the cast keeps it whole.
         out.push(b'0' + (n % 10) as u8);
         n /= 10;
         if n == 0 {
@@ -259,7 +251,6 @@ fn length(bytes: &[u8]) -> Option<(usize, &[u8])> {
     None
 }
 
-/// A call the filter rewrote, as the command reads it.
 pub(super) enum Unpacked<'a> {
     /// A call the filter refused: the original call.
     Refused(Vec<&'a [u8]>),
@@ -292,7 +283,6 @@ impl Moved<'_> {
     }
 }
 
-/// `argv` as the filter rewrote it for `reading`, if it did.
 pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unpacked<'_>> {
     let name = argv.first()?.as_ref();
     let first = argv.get(1)?.as_ref();

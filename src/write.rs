@@ -335,10 +335,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
-        let expiry = self
-            .expiry
-            .resolved()
-            .ok_or(Abort("resolve the deadline"))?;
+        let Some(expiry) = self.expiry.resolved() else {
+            return Err(Abort("resolve the deadline"));
+        };
         self.sink.written(key, by, expiry);
         self.written += 1;
         Ok(())
@@ -489,10 +488,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.call_on(&part, ServerCommand::Msetex, Head::Numkeys, tail)?;
         if let Expiry::In(_) = self.expiry {
             // One deadline for every key, from the built-in's clock: any key's tells it.
-            let mut keys = part.keys();
-            let at = keys.find_map(|key| self.deadline_of(key));
-            self.expiry
-                .took_effect(at.ok_or(Abort("read the deadline"))?);
+            let at = part.keys().find_map(|key| self.deadline_of(key));
+            let at = at.ok_or(Abort("read the deadline"))?;
+            self.expiry.took_effect(at);
         }
         for (index, key) in part.keys().enumerate() {
             // An access counter that cannot be put back is no reason to leave a key unsent.

@@ -11,7 +11,6 @@ use redis_module::raw::{self, RedisModuleString};
 use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
 use super::ctx::{Arg, Ctx, KeyPositions, LazyArg, OwnedString, Reply};
 
-/// A command the module registers.
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
     /// Answers the server's "where are the keys" call (`getkeys-api`).
@@ -47,7 +46,6 @@ impl ArgsChange {
     }
 }
 
-/// The command filter and the server events.
 pub trait Hooks {
     /// Whether command `name` may need rewriting; runs before every command.
     fn filter_wants(name: &[u8]) -> bool;
@@ -61,7 +59,7 @@ pub trait Hooks {
     fn on_event(event: u64, subevent: u64);
 }
 
-/// The module's configurations, by their index.
+/// The module's configurations, by index.
 pub trait Configs {
     fn get(index: usize) -> String;
     fn set(index: usize, value: &str) -> Result<(), String>;
@@ -73,7 +71,7 @@ pub enum InfoValue {
     Text(&'static CStr),
 }
 
-/// The module's INFO section: its fields, in order.
+/// The module's INFO section, its fields in order.
 pub trait InfoSection {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
 }
@@ -237,7 +235,6 @@ impl AsRef<[u8]> for FilterArg<'_> {
     }
 }
 
-/// The live context of the command being filtered.
 struct Filter {
     raw: *mut raw::RedisModuleCommandFilterCtx,
     api: &'static Api,

@@ -314,8 +314,9 @@ impl KeynumStep {
 pub enum SlotExport {
     /// Not cluster mode, or no atomic slot migration (Redis before 8.4, Valkey before 9).
     None,
-    /// Event `event`, subevent `started` before the export's first write, `ended` when it stops;
-    /// `listed_at_load`: a job was listed at load (`None`: unknown; Redis's keep a backlog).
+    /// Event `event`, subevent `started` before the export's first write (Redis 8.4 cluster_asm.c,
+    /// Valkey 9.1 cluster_migrateslots.c), `ended` when it stops; `listed_at_load`: a job was
+    /// listed at load (`None`: unknown; Redis's keep a backlog the probe sees).
     Announced {
         event: u64,
         started: u64,

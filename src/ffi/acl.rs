@@ -100,7 +100,7 @@ fn client_has_user(ctx: &Ctx<'_>) -> Result<bool, ()> {
 
 impl AclUser<'_> {
     /// Whether the user may run the command `parts` make (name first) as the server checks it,
-    /// keys and all, in one selector.
+    /// keys and all, in one selector (a renamed-away name is refused).
     pub fn allows(&mut self, parts: &[&[Arg<'_>]]) -> bool {
         self.argv.clear();
         // Part by part: no per-item capacity check (a flattened iterator's cost as much per key as

@@ -254,6 +254,7 @@ pub(super) struct CallReply {
 }
 
 impl CallReply {
+    /// `None` for NULL: the call did not run (see errno).
     pub(super) fn new(ptr: *mut RedisModuleCallReply, api: &'static Api) -> Option<CallReply> {
         (!ptr.is_null()).then(|| CallReply { ptr, api })
     }

@@ -296,7 +296,8 @@ impl Filter {
     }
 }
 
-/// The string last shown of each configuration (room for four), freed when the next replaces it.
+/// The string last shown of each configuration (room for four): the server copies it at once, so
+/// it is freed when the next replaces it.
 static SHOWN: [AtomicPtr<RedisModuleString>; 4] = [const { AtomicPtr::new(null_mut()) }; 4];
 
 pub(super) unsafe extern "C" fn config_get<C: Configs>(

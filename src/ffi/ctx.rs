@@ -116,6 +116,7 @@ pub enum EventClass {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextFlags {
+    /// On, or being turned on.
     pub aof: bool,
     pub replicated: bool,
     /// The AOF replays this call.

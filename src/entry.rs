@@ -85,8 +85,8 @@ impl ffi::Module for Entry {
 }
 
 /// Nothing can hold a command of the module: from the end of its load to the next command (the
-/// filter sees each; a `MODULE LOADEX` the module refuses unloads it, Redis 8 asserting that it
-/// can), and once the server shuts down (Valkey 9.1+ unloads every module then).
+/// filter sees each; a `MODULE LOADEX` naming a configuration the module lacks unloads it, Redis 8
+/// asserting that it can), and once the server shuts down (Valkey 9.1+ unloads every module then).
 static UNHELD: AtomicBool = AtomicBool::new(false);
 
 /// A call of the built-in MSETEX: `COMMAND GETKEYS` answers only `a` where the step is not read.

@@ -261,7 +261,7 @@ pub struct Profile {
     /// Valkey's `SKIP_COMMAND_VALIDATION`: no lookup by name of each command replicated.
     pub replicate_without_lookup: bool,
     pub keynum_step: KeynumStep,
-    /// Where SET stores a string; `None`: never in place (no jemalloc, whose classes `sizing` knows).
+    /// Where SET stores a string; `None`: never in place (not jemalloc, whose classes we know).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,

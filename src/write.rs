@@ -343,8 +343,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Sets a just written key's expiry (`kept`: its deadline before MSET cleared it; `in_place`: it
-    /// kept its TTL entry); the call's expiry, resolved.
+    /// Sets a just written key's expiry (`kept`: its deadline before MSET cleared it; `in_place`:
+    /// it kept its TTL entry); the call's expiry, resolved.
     fn apply_expiry(
         &mut self,
         handle: &mut K::Key,

@@ -115,8 +115,8 @@ impl AclUser<'_> {
         unsafe { (self.check)(self.user, self.argv.as_mut_ptr(), argc) == OK }
     }
 
-    /// [`AclUser::allows`] for `command key value tail...` of every pair, in one argv; the first key
-    /// refused, if any.
+    /// [`AclUser::allows`] for `command key value tail...` of every pair, in one argv; the first
+    /// key refused, if any.
     pub fn allows_each_pair<'a>(
         &mut self,
         command: Arg<'a>,

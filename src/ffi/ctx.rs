@@ -247,7 +247,7 @@ impl OwnedString {
         OwnedString::new(ptr, api)
     }
 
-    /// Another reference to the live string `ptr`, ours to free or hand over. Safety: `ptr` is live.
+    /// Another reference to the string `ptr`, ours to free or hand over. Safety: `ptr` is live.
     pub(super) unsafe fn retained(api: &'static Api, ptr: *mut RedisModuleString) -> OwnedString {
         // SAFETY: the caller's contract; a NULL ctx increments its reference count.
         unsafe { (api.retain_string)(null_mut(), ptr) };

@@ -1,5 +1,5 @@
-//! A string value's allocation, from the sds header before its `RedisModule_StringDMA` buffer (every
-//! supported server's): types 5, 8 and 16 (below 64 KiB) only.
+//! A string value's allocation, from the sds header before its `RedisModule_StringDMA` buffer
+//! (every supported server's): types 5, 8 and 16 (below 64 KiB) only.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocation {

@@ -165,8 +165,8 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
             _ => self.uncounted += 1,
         }
         self.written += 1;
-        // REPLICATE SET: each key as it is written, unless one failed before (then they wait for the
-        // end, where `finish` or the drop sends them, or reports the failure).
+        // REPLICATE SET: each key as it is written, unless one failed before (then they wait for
+        // the end, where `finish` or the drop sends them, or reports the failure).
         if self.sends == Sends::PerKey && self.sent + 1 == self.written {
             self.send_set();
         }

@@ -1,8 +1,8 @@
 //! The command filter's rewrite of a call (and of `COMMAND GETKEYS` / `ACL DRYRUN` about one), the
 //! argument it packs, and the load's check that the server then reads exactly the call's keys.
 //!
-//! A packed argument: a [`Mark`] byte, then each argument it holds as `<length>:<bytes>`. No option,
-//! time or numkeys starts with a mark byte: the command reads only what the filter wrote.
+//! A packed argument: a [`Mark`] byte, then each argument it holds as `<length>:<bytes>`. No
+//! option, time or numkeys starts with a mark byte: the command reads only what the filter wrote.
 
 use std::ops::Range;
 

@@ -1,27 +1,22 @@
 //! ACL: how each server decides whether a user may run MSETEX ([`AclCheck`]), and Redis 7.0's
-//! capability check ([`check_capability`]; DESIGN.md, "One call, step by step", tells why). The
-//! module asks the server; it never changes a user's rules.
+//! capability check (DESIGN.md, "One call, step by step"). It never changes a user's rules.
 
 use std::ffi::CStr;
 
 use crate::ffi::{AclUser, Arg};
 
-/// How a user's right to run MSETEX is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AclCheck {
     /// Redis 7.2+, Valkey: the server checks the categories (`@write @string @slow`) and key specs.
     Categories,
-    /// Redis 7.0: the server's own check by name (or `+@all`) and key patterns, then, before any
-    /// write, the module's [`check_capability`].
+    /// Redis 7.0: the server's own check by name and key patterns, then [`check_capability`].
     Capability,
     /// Redis 6.2 (no module API checks a permission): rules by command name only.
     CommandName,
 }
 
 impl AclCheck {
-    /// The check the module API makes possible: categories for module commands
-    /// (`RedisModule_SetCommandACLCategories`, Redis 7.2+ and Valkey), else a permission check
-    /// (`RedisModule_ACLCheckCommandPermissions`, Redis 7.0), else the command's name only.
+    /// The check the module API makes possible (categories, else a permission check, else none).
     pub fn offered(categories: bool, permission_check: bool) -> AclCheck {
         if categories {
             AclCheck::Categories
@@ -49,7 +44,6 @@ impl AclCheck {
         }
     }
 
-    /// `INFO msetex` `msetex_acl`.
     pub fn label(self) -> &'static CStr {
         match self {
             AclCheck::Categories => c"categories",
@@ -58,7 +52,6 @@ impl AclCheck {
         }
     }
 
-    /// What the log says at load where the server gives MSETEX no categories.
     pub fn load_note(self, name: &str) -> Option<String> {
         match self {
             AclCheck::Categories => None,
@@ -77,12 +70,11 @@ impl AclCheck {
 
 /// The server's permission check for one user (`ffi::AclUser`, or the unit tests' rules).
 pub trait Permissions<A: Copy> {
-    /// Whether the user may run the command whose arguments are `parts`, concatenated (the name
-    /// first): the command and its keys.
+    /// Whether the user may run the command whose arguments are `parts`, concatenated.
     fn allows(&mut self, parts: &[&[A]]) -> bool;
 
-    /// Whether the user may run `command key value tail...` for every pair of `pairs`; else the
-    /// first key refused. Asks no further once one is refused.
+    /// Whether the user may run `command key value tail...` for every pair; else the first key
+    /// refused (asking no further).
     fn allows_each_pair(&mut self, command: A, pairs: &[A], tail: &[A]) -> Result<(), A> {
         for pair in pairs.chunks_exact(2) {
             if !self.allows(&[&[command], pair, tail]) {
@@ -93,7 +85,6 @@ pub trait Permissions<A: Copy> {
     }
 }
 
-/// The words of the commands the capability is asked with.
 pub struct Words<'a, A> {
     pub mset: A,
     pub set: A,
@@ -108,31 +99,31 @@ pub enum Lacks<A> {
     Key(A),
 }
 
-/// Redis 7.0: whether the user may write the call's `pairs` with MSET (all keys in one selector)
-/// and each key with `SET key value <options>`. Asks nothing else, and stops at the first refusal.
+/// Redis 7.0: whether the user may write `pairs` with MSET (all keys in one selector) and each
+/// key with `SET key value <options>`; stops at the first refusal.
 pub fn check_capability<A: Copy, P: Permissions<A>>(
     user: &mut P,
     words: &Words<'_, A>,
     pairs: &[A],
 ) -> Result<(), Lacks<A>> {
-    if !user.allows(&[&[words.mset], pairs]) {
-        return Err(mset_lacks(user, words.mset, pairs));
+    let mset = words.mset;
+    if user.allows(&[&[mset], pairs]) {
+        return user
+            .allows_each_pair(words.set, pairs, words.set_options)
+            .map_err(Lacks::Key);
     }
-    user.allows_each_pair(words.set, pairs, words.set_options)
-        .map_err(Lacks::Key)
-}
-
-/// Why MSET on every key was refused: MSET itself, else the first key MSET alone cannot write
-/// (else the first key: the keys are writable one by one, not in one selector).
-fn mset_lacks<A: Copy, P: Permissions<A>>(user: &mut P, mset: A, pairs: &[A]) -> Lacks<A> {
+    // Why: MSET itself, else the first key MSET alone cannot write (else the first key: the keys
+    // are writable one by one, not in one selector).
     if !user.allows(&[&[mset]]) {
-        return Lacks::Mset;
+        return Err(Lacks::Mset);
     }
     let lacking = pairs
         .chunks_exact(2)
-        .find(|pair| !user.allows(&[&[mset], pair]))
-        .unwrap_or(pairs);
-    lacking.first().map_or(Lacks::Mset, |key| Lacks::Key(*key))
+        .find(|pair| !user.allows(&[&[mset], pair]));
+    Err(lacking
+        .unwrap_or(pairs)
+        .first()
+        .map_or(Lacks::Mset, |key| Lacks::Key(*key)))
 }
 
 impl<'a> Permissions<Arg<'a>> for AclUser<'_> {

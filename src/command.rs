@@ -4,7 +4,7 @@
 use std::ffi::CString;
 
 use crate::acl::{self, AclCheck, Lacks, Words};
-use crate::deadline::{self, Deadline, Expiry};
+use crate::deadline::{self, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, OwnedString, Reply};
 use crate::loaded::{Loaded, LOADED};
 use crate::outcome::{Abort, Failure, Refusal};
@@ -13,20 +13,18 @@ use crate::syntax::{Ack, Request};
 use crate::write::Batching;
 use crate::{stats, write};
 
-/// `MSETEX ...` in the syntax the module was loaded with.
 pub fn msetex(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| run(ctx, module, args))
 }
 
-/// `<name>.apply`: a call as REPLICATE MSETEX replicated it, applied on a replica, while the AOF
-/// loads or on a slot migration's target; refused from clients, who call MSETEX.
+/// `<name>.apply`: a call as REPLICATE MSETEX replicated it; refused from clients.
 pub fn apply(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     answer(ctx, |module| {
         let flags = ctx.flags();
         if !flags.replicated && !flags.loading {
             return Err(Refusal::ApplyFromClient.into());
         }
-        let request = apply::parse(args)?;
+        let request = apply::parse(args).map_err(Refusal::Parse)?;
         let pairs = args.get(request.pairs.clone()).unwrap_or_default();
         write(ctx, module, pairs, &request, flags, ctx.now_ms())
     })
@@ -102,7 +100,7 @@ fn write(
         ctx,
         &module.profile,
         pairs,
-        &mut Deadline::new(request.expiry),
+        request.expiry,
         Batching::choose(&module.profile, request.expiry, now_ms),
         flags.active_child,
         &mut wire,
@@ -115,9 +113,8 @@ fn write(
     })
 }
 
-/// Redis 7.0 ([`AclCheck::Capability`]): the user may write the keys with MSET and each with SET
-/// and the call's expiry; like the server's own check, it skips the replication link and AOF
-/// loading and logs a refusal in the ACL log. Not inlined: `make profile` tells its share.
+/// Redis 7.0 ([`AclCheck::Capability`]): whether the user may write the keys with MSET and each
+/// with SET, a refusal logged in the ACL log. Not inlined: `make profile` tells its share.
 #[inline(never)]
 fn check_acl(
     ctx: &Ctx<'_>,

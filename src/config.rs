@@ -1,7 +1,5 @@
-//! The three load choices in one table, which serves both the load arguments (`loadmodule <path>
-//! SYNTAX NUMKEYS`) and the module configurations (`msetex.syntax numkeys`, Redis 7.0+ and
-//! Valkey). Every choice is fixed once loaded; a load argument and a configuration that disagree
-//! refuse the load.
+//! The three load choices in one table, serving both the load arguments (`SYNTAX NUMKEYS`) and
+//! the module configurations (`msetex.syntax numkeys`); each is fixed once loaded.
 
 use std::ffi::CString;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -9,7 +7,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use crate::replication::Replicate;
 use crate::syntax::Syntax;
 
-/// The command name without a `COMMAND-NAME` load argument.
 pub const DEFAULT_COMMAND_NAME: &str = "msetex";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +23,8 @@ impl LoadOptions {
     }
 }
 
-/// A load choice: its load argument, its configuration, the values it takes in lower case (none:
-/// a command name), its default, and why `CONFIG SET` cannot change it while the server runs.
+/// A load choice: its load argument, its configuration, its values in lower case (none: a name),
+/// its default, and why `CONFIG SET` cannot change it.
 struct Choice {
     keyword: &'static str,
     config: &'static str,
@@ -49,7 +46,7 @@ const CHOICES: [Choice; 3] = [
         fixed: "a server registers module commands only while the module loads" },
 ];
 
-/// `value` as `choice` holds it (lower case), or the error naming `label`, where it came from.
+/// `value` as `choice` holds it (lower case), or the error naming `label`.
 fn read(choice: &Choice, label: &str, value: &str) -> Result<String, String> {
     if choice.values.is_empty() {
         // Printable ASCII without `|` (the subcommand separator), lower case as servers list them.
@@ -71,8 +68,8 @@ fn read(choice: &Choice, label: &str, value: &str) -> Result<String, String> {
 const USAGE: &str = "the load arguments are SYNTAX TTL|NUMKEYS, REPLICATE SET|MSETEX \
                      and COMMAND-NAME <name>";
 
-/// The load arguments, by choice (`None`: not given); the error is the log line. A repeated
-/// argument's last value wins.
+/// The load arguments, by choice (`None`: not given; the last value wins); the error is the log
+/// line.
 pub fn parse_load_args(args: &[&[u8]]) -> Result<[Option<String>; 3], String> {
     let mut given = [None, None, None];
     let mut rest = args.iter().map(|arg| String::from_utf8_lossy(arg));
@@ -98,9 +95,8 @@ fn held() -> MutexGuard<'static, ([String; 3], bool)> {
     HELD.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Starts a load: each configuration (its name after `msetex.`, its default) holds its load
-/// argument or its default, registered as its default so that the server sets only one that
-/// differs from it (and `CONFIG REWRITE` writes only those).
+/// Starts a load: each configuration holds its load argument or its default, registered as its
+/// default so that the server sets (and `CONFIG REWRITE` writes) only one that differs.
 pub fn begin(given: &[Option<String>; 3]) -> Result<Vec<(CString, CString)>, String> {
     let mut held = held();
     held.1 = false;
@@ -114,8 +110,7 @@ pub fn begin(given: &[Option<String>; 3]) -> Result<Vec<(CString, CString)>, Str
         .collect()
 }
 
-/// Ends the load: the values in force, or the log line refusing the load (a configuration the
-/// module cannot take, or one its load argument contradicts).
+/// Ends the load: the values in force, or the log line refusing the load.
 pub fn settle(given: &[Option<String>; 3]) -> Result<LoadOptions, String> {
     let mut held = held();
     held.1 = true;
@@ -137,13 +132,11 @@ pub fn settle(given: &[Option<String>; 3]) -> Result<LoadOptions, String> {
     })
 }
 
-/// What configuration `index` holds (`CONFIG GET`, `CONFIG REWRITE`).
 pub fn get(index: usize) -> String {
     held().0.get(index).cloned().unwrap_or_default()
 }
 
-/// The server sets configuration `index`: while the module loads, from the config file or
-/// `MODULE LOADEX`; after, with `CONFIG SET`, which only the value in force passes.
+/// Sets configuration `index`: freely while the module loads; after, only to the value in force.
 pub fn set(index: usize, value: &str) -> Result<(), String> {
     let (held, settled) = &mut *held();
     let (Some(choice), Some(held)) = (CHOICES.get(index), held.get_mut(index)) else {

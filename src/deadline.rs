@@ -1,10 +1,8 @@
-//! The deadline of one call: a relative expiry (`EX`, `PX`) takes effect once, at the first key
-//! written, from the server's command clock (its time snapshot on Redis 7.2+, as SET's); then one
-//! absolute deadline ([`Resolved`]) serves every other key, replicas and the AOF.
+//! The deadline of one call: a relative expiry takes effect once, at the first key written, from
+//! the command's clock; then one absolute deadline ([`Resolved`]) serves the rest.
 
 use crate::ffi::Word;
 
-/// What happens to each key's time to live, as the call says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
     /// `EX` / `PX`: milliseconds from the command's clock (> 0, the deadline fits an i64 clock).
@@ -17,10 +15,9 @@ pub enum Expiry {
     Persist,
 }
 
-/// An expiry with its deadline known, never relative: what keys, replicas and the AOF get.
+/// An expiry with its deadline known: what keys, replicas and the AOF get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolved {
-    /// This unix time in milliseconds.
     At(i64),
     Keep,
     Persist,
@@ -30,6 +27,23 @@ impl Expiry {
     /// SET sets a TTL (and fires `expire`).
     pub fn sets_ttl(self) -> bool {
         matches!(self, Expiry::In(_) | Expiry::At(_))
+    }
+
+    /// The absolute form, once known (all but a relative TTL before the first key).
+    pub fn resolved(self) -> Option<Resolved> {
+        match self {
+            Expiry::In(_) => None,
+            Expiry::At(deadline) => Some(Resolved::At(deadline)),
+            Expiry::Keep => Some(Resolved::Keep),
+            Expiry::Persist => Some(Resolved::Persist),
+        }
+    }
+
+    /// A relative TTL took effect at `at`, which serves from now on.
+    pub fn took_effect(&mut self, at: i64) {
+        if let Expiry::In(_) = self {
+            *self = Expiry::At(at);
+        }
     }
 }
 
@@ -43,41 +57,8 @@ impl From<Resolved> for Expiry {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline {
-    expiry: Expiry,
-}
-
-impl Deadline {
-    pub fn new(expiry: Expiry) -> Deadline {
-        Deadline { expiry }
-    }
-
-    /// Relative until the first key took it.
-    pub fn expiry(self) -> Expiry {
-        self.expiry
-    }
-
-    /// The absolute form, once known (always but for a relative TTL before the first key).
-    pub fn resolved(self) -> Option<Resolved> {
-        match self.expiry {
-            Expiry::In(_) => None,
-            Expiry::At(deadline) => Some(Resolved::At(deadline)),
-            Expiry::Keep => Some(Resolved::Keep),
-            Expiry::Persist => Some(Resolved::Persist),
-        }
-    }
-
-    /// A relative TTL took effect at `at`, which now serves the other keys and replication.
-    pub fn took_effect(&mut self, at: i64) {
-        if let Expiry::In(_) = self.expiry {
-            self.expiry = Expiry::At(at);
-        }
-    }
-}
-
-/// `expiry` as SET's and the built-in MSETEX's options after the pairs: `PXAT <ms>`, `PX <ms>`,
-/// `KEEPTTL` or nothing. The inverse of the NUMKEYS form's options (round-trip property test).
+/// `expiry` as SET's and the built-in's options after the pairs (the inverse of the NUMKEYS form's
+/// options: round-trip property test).
 pub fn options(expiry: Expiry) -> Vec<Word> {
     match expiry {
         Expiry::At(at) => vec![Word::Text(b"PXAT"), Word::Number(at)],
@@ -131,13 +112,13 @@ mod tests {
 
     #[test]
     fn a_relative_ttl_is_resolved_once() {
-        let mut deadline = Deadline::new(Expiry::In(5000));
+        let mut deadline = Expiry::In(5000);
         assert_eq!(deadline.resolved(), None);
         deadline.took_effect(1_700_000_005_000);
         assert_eq!(deadline.resolved(), Some(Resolved::At(1_700_000_005_000)));
         deadline.took_effect(1);
-        assert_eq!(deadline.expiry(), Expiry::At(1_700_000_005_000));
-        let mut kept = Deadline::new(Expiry::Keep);
+        assert_eq!(deadline, Expiry::At(1_700_000_005_000));
+        let mut kept = Expiry::Keep;
         kept.took_effect(7);
         assert_eq!(kept.resolved(), Some(Resolved::Keep));
     }

@@ -1,9 +1,7 @@
-//! `COMMAND DOCS` and `COMMAND INFO` data (Redis 7.0+) for `ffi::set_command_info`, as plain
-//! constants and the helpers that write them. Imports nothing.
+//! `COMMAND DOCS` and `COMMAND INFO` data (Redis 7.0+) as plain values. Imports nothing.
 
 use std::ffi::CStr;
 
-/// The kinds of argument COMMAND DOCS knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {
     String,
@@ -30,7 +28,7 @@ pub struct Arg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeySpec {
     /// Keys from argv[`first`] to argv[argc + `last`], every `step`; `incomplete`: options can move
-    /// them (the getkeys callback knows).
+    /// them.
     Range {
         first: i32,
         last: i32,
@@ -44,7 +42,7 @@ pub enum KeySpec {
         incomplete: bool,
     },
     /// Keys from the argument after the first `keyword` (from argv[1] on) to argv[argc + `last`],
-    /// every `step`; none where no argument is `keyword`.
+    /// every `step`.
     AfterKeyword {
         keyword: &'static CStr,
         last: i32,
@@ -62,24 +60,21 @@ pub struct Docs {
     pub keys: KeyDocs,
     /// Negative: at least this many arguments, counting the command name.
     pub arity: i32,
-    /// COMMAND INFO's tips, space-separated (`request_policy:...`).
+    /// COMMAND INFO's tips, space-separated.
     pub tips: Option<&'static CStr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyDocs {
     pub spec: KeySpec,
-    /// What COMMAND DOCS says about the key specification.
     pub notes: Option<&'static CStr>,
     /// Legacy first key / last key / step for COMMAND INFO.
     pub legacy: (i32, i32, i32),
-    /// The first spec describes the call after the module's command filter rewrote it: a second
-    /// one, not a key and incomplete, makes the command `movablekeys` and tells clients that read
-    /// key specs to ask COMMAND GETKEYS (`keys::Reading`).
+    /// A second spec tells clients to ask COMMAND GETKEYS (`keys::Keys::docs`).
     pub ask_getkeys: bool,
 }
 
-/// An argument without token, e.g. `time`.
+/// An argument without token (`time`).
 pub const fn plain(name: &'static CStr, kind: ArgKind) -> Arg {
     Arg {
         name,
@@ -91,7 +86,7 @@ pub const fn plain(name: &'static CStr, kind: ArgKind) -> Arg {
     }
 }
 
-/// A token followed by its value, e.g. `EX seconds`.
+/// A token followed by its value (`EX seconds`).
 pub const fn valued(name: &'static CStr, kind: ArgKind, token: &'static CStr) -> Arg {
     Arg {
         token: Some(token),
@@ -99,12 +94,12 @@ pub const fn valued(name: &'static CStr, kind: ArgKind, token: &'static CStr) ->
     }
 }
 
-/// A pure token, e.g. `NX`.
+/// A pure token (`NX`).
 pub const fn token(name: &'static CStr, token: &'static CStr) -> Arg {
     valued(name, ArgKind::PureToken, token)
 }
 
-/// One of `subargs`, e.g. `[NX | XX]`.
+/// One of `subargs` (`[NX | XX]`).
 pub const fn one_of(name: &'static CStr, optional: bool, subargs: &'static [Arg]) -> Arg {
     Arg {
         optional,

@@ -1,14 +1,11 @@
 //! Everything the server calls, and the only place `ffi` calls up into: the load (read the server,
-//! let `plan` decide, do it) and `ffi`'s traits (commands, filter, events, configurations, INFO,
-//! MODULE UNLOAD).
+//! let `plan` decide, do it) and `ffi`'s traits.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::acl::AclCheck;
-use crate::ffi::{
-    self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Optional, Reply,
-};
+use crate::ffi::{self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Reply};
 use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
@@ -16,20 +13,64 @@ use crate::server::{Callable, Environment, Server, SlotExport};
 use crate::syntax::ACL_CATEGORIES;
 use crate::{command, config, plan, stats};
 
-/// The module, as the server loads and unloads it.
 pub struct Entry;
 
 impl ffi::Module for Entry {
-    fn load(ctx: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
-        load(ctx, args)
+    /// MODULE LOAD / `loadmodule`.
+    fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
+        let given = config::parse_load_args(args)?;
+        ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
+        let options = config::settle(&given)?;
+        let fields = ffi::server_info_fields(
+            c"server",
+            &["redis_version", "server_name", "valkey_version"],
+        );
+        let server = Server::identify(|name| {
+            let field = fields.iter().find(|(field, _)| *field == name);
+            field.map(|(_, value)| value.as_str())
+        })
+        .ok_or(
+            "cannot tell which server this is (INFO server has no version the module can read); \
+             MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
+             (Redis 6.2+, Valkey 7.2+)",
+        )?;
+        if let Some(note) = server.untested_note() {
+            ffi::log(raw, LogLevel::Notice, &note);
+        }
+        let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+        let cluster = ffi::cluster_enabled(raw);
+        let environment = Environment {
+            cluster,
+            io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
+            jemalloc: allocator
+                .first()
+                .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+            callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
+            name_in_use: if options.default_name() || options.command_name.contains('.') {
+                Some(false)
+            } else {
+                ffi::original_command_name(raw, &options.command_name)
+            },
+            builtin_listed: ffi::original_command_name(raw, "msetex"),
+            keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
+            acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
+            key_specs: ffi::key_specs_available(),
+            slot_migrations_at_load: cluster.then(|| ffi::slot_migrations_listed(raw)).flatten(),
+        };
+        match plan::plan(&options, &server, environment)? {
+            Plan::BuiltinServes { line, profile } => {
+                let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
+                ffi::set_module_options(raw, asm, on_close, false)?;
+                ffi::log(raw, LogLevel::Notice, &line);
+                Ok(())
+            }
+            Plan::Register(registrations) => register(raw, *registrations),
+        }
     }
 
-    /// Whether MODULE UNLOAD may go ahead: only where nothing was registered (the server's own
-    /// MSETEX serves) or nothing can hold a command of the module ([`UNHELD`]). Every server of
-    /// the matrix can crash once a module command is gone: a client that queued it in MULTI runs
-    /// freed memory at EXEC (all ten), one that last ran it makes Redis 8.0+ reuse it, ACL rules
-    /// naming it crash Redis 6.2 to 8.6 and Valkey 7.2 to 8.1; no module API says whether any
-    /// client or rule still holds it.
+    /// Whether MODULE UNLOAD may go ahead: only where nothing was registered or nothing can hold
+    /// a command of the module ([`UNHELD`]): every server can crash once one is gone, and no API
+    /// says whether a client or ACL rule holds it (DESIGN.md, "Loading").
     fn may_unload(ctx: &Ctx<'_>) -> bool {
         if LOADED.get().is_none() || UNHELD.load(Ordering::Relaxed) {
             return true;
@@ -44,68 +85,13 @@ impl ffi::Module for Entry {
 }
 
 /// Nothing can hold a command of the module: from the end of its load to the next command (the
-/// filter sees each, MODULE UNLOAD too; a `MODULE LOADEX` with a configuration the module lacks
-/// unloads it at once, Redis 8 asserting that it can), and once the server shuts down (Valkey
-/// 9.1+ unloads every module then).
+/// filter sees each; a `MODULE LOADEX` naming a configuration the module lacks unloads it, Redis 8
+/// asserting that it can), and once the server shuts down (Valkey 9.1+ unloads every module then).
 static UNHELD: AtomicBool = AtomicBool::new(false);
 
-/// A call of the built-in MSETEX with two keys: where the server reads its KEYNUM key spec
-/// without the step, `COMMAND GETKEYS` answers only `a`.
+/// A call of the built-in MSETEX: `COMMAND GETKEYS` answers only `a` where the step is not read.
 const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
-/// MODULE LOAD / `loadmodule`.
-fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
-    let given = config::parse_load_args(args)?;
-    ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
-    let options = config::settle(&given)?;
-    let fields = ffi::server_info_fields(
-        c"server",
-        &["redis_version", "server_name", "valkey_version"],
-    );
-    let server = Server::identify(|name| {
-        let field = fields.iter().find(|(field, _)| *field == name);
-        field.map(|(_, value)| value.as_str())
-    })
-    .ok_or(
-        "cannot tell which server this is (INFO server has no version the module can read); \
-         MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
-         (Redis 6.2+, Valkey 7.2+)",
-    )?;
-    if let Some(note) = server.untested_note() {
-        ffi::log(raw, LogLevel::Notice, &note);
-    }
-    let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
-    let cluster = ffi::cluster_enabled(raw);
-    let environment = Environment {
-        cluster,
-        io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
-        jemalloc: allocator
-            .first()
-            .is_some_and(|(_, value)| value.starts_with("jemalloc")),
-        callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
-        name_in_use: if options.default_name() || options.command_name.contains('.') {
-            Some(false)
-        } else {
-            ffi::original_command_name(raw, &options.command_name)
-        },
-        builtin_listed: ffi::original_command_name(raw, "msetex"),
-        keynum_step: ffi::command_keys(raw, &KEYNUM_PROBE).map(|keys| keys == [b"a", b"b"]),
-        acl: AclCheck::offered(ffi::acl_categories_available(), ffi::acl_check_available()),
-        key_specs: ffi::key_specs_available(),
-        slot_migrations_at_load: cluster.then(|| ffi::slot_migrations_listed(raw)).flatten(),
-    };
-    match plan::plan(&options, &server, environment)? {
-        Plan::BuiltinServes { line, profile } => {
-            let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
-            ffi::set_module_options(raw, asm, on_close, false)?;
-            ffi::log(raw, LogLevel::Notice, &line);
-            Ok(())
-        }
-        Plan::Register(registrations) => register(raw, *registrations),
-    }
-}
-
-/// Executes a plan, in its order.
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let profile = &plan.module.profile;
     ffi::set_module_options(
@@ -153,8 +139,8 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     Ok(())
 }
 
-/// Registers one command, with its docs and (where it has docs) MSETEX's ACL categories; MSETEX
-/// itself must be reached by ACL as `acl` says. What older servers cannot take is no warning.
+/// Registers one command, with its docs and ACL categories (where it has docs); MSETEX itself
+/// must be reached by ACL as `acl` says. What older servers cannot take is no warning.
 fn create(
     raw: *mut ffi::RawCtx,
     command: &Registration,
@@ -173,7 +159,7 @@ fn create(
     let info = ffi::set_command_info(raw, name, docs);
     let categories = ffi::set_acl_categories(raw, name, ACL_CATEGORIES);
     if command.role == Role::Msetex {
-        acl.confirm(categories == Ok(Optional::Done), ffi::acl_check_available())
+        acl.confirm(categories == Ok(true), ffi::acl_check_available())
             .map_err(|error| match &categories {
                 Err(reason) => format!("{error}: {reason}"),
                 Ok(_) => error,
@@ -224,7 +210,6 @@ impl ffi::Command for Changes {
     }
 }
 
-/// The command filter and the server events.
 struct Hooks;
 
 impl ffi::Hooks for Hooks {

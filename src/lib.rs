@@ -1,6 +1,5 @@
-//! redis-msetex: a Redis module adding MSETEX, which sets every key and its TTL in one atomic step,
-//! in one of two syntaxes (`syntax`). docs/DESIGN.md maps the modules; `entry` is all the server
-//! calls, `command` runs a call, and `ffi` alone calls the module API (importing nothing above it).
+//! redis-msetex: a Redis module adding MSETEX, which sets every key and its TTL in one atomic step.
+//! docs/DESIGN.md maps the modules; `ffi` alone calls the module API (importing nothing above it).
 
 // `unsafe` lives in `ffi` only (which allows it), each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]

@@ -19,5 +19,5 @@ pub struct Loaded {
     pub keys: Keys,
 }
 
-/// The loaded module, for every call to read once the load got that far.
+/// The loaded module, once the load got that far.
 pub static LOADED: Slot<Loaded> = Slot::new();

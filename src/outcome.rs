@@ -1,21 +1,18 @@
 //! How a failed call ends, and every error text: a [`Refusal`] before the first write, in the
-//! server's own words (SET's or the built-in's), or an [`Abort`] once a module API call failed.
+//! server's own words, or an [`Abort`] once a module API call failed.
 
 use crate::server::Profile;
 use crate::syntax::{ParseError, Syntax};
 
-/// Why a call was refused before anything was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     Parse(ParseError),
-    /// Keys read from a key spec of the filter's rewrite, and this call skipped the filter
-    /// (Valkey's scripts).
+    /// Keys read from a key spec of the filter's rewrite, and this call skipped the filter.
     Undeclared,
     /// Redis 7.0: the user may not write these keys with MSET, or one of them with SET (`acl`).
     NoCapability,
     ApplyFromClient,
-    /// An argument is the command filter's mark, where the server routes by keys it read before
-    /// the filter (`keys::MARK`).
+    /// An argument is the filter's mark, where the server routes by keys read before the filter.
     Marked,
 }
 
@@ -37,12 +34,6 @@ impl From<Refusal> for Failure {
     }
 }
 
-impl From<ParseError> for Failure {
-    fn from(error: ParseError) -> Failure {
-        Failure::Refused(Refusal::Parse(error))
-    }
-}
-
 impl From<Abort> for Failure {
     fn from(abort: Abort) -> Failure {
         Failure::Aborted(abort)
@@ -54,7 +45,7 @@ impl From<Abort> for Failure {
 pub struct Abort(pub &'static str);
 
 impl Refusal {
-    /// The error reply of command `name`, loaded with `syntax`, in this server's words.
+    /// The error reply of command `name`, in this server's words.
     pub fn text(self, name: &str, syntax: Syntax, profile: &Profile) -> String {
         match self {
             Refusal::Parse(error) => parse_error_text(error, name, syntax, profile),
@@ -100,7 +91,7 @@ impl Abort {
     }
 }
 
-/// An invalid call's error text, as the server words it (Valkey words two differently).
+/// An invalid call's error text, as the server words it.
 fn parse_error_text(error: ParseError, name: &str, syntax: Syntax, profile: &Profile) -> String {
     match error {
         ParseError::WrongArity => format!("ERR wrong number of arguments for '{name}' command"),

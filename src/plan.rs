@@ -14,8 +14,8 @@ use crate::write::Batching;
 
 #[derive(Debug)]
 pub enum Plan {
-    /// Register nothing: the server's MSETEX serves the NUMKEYS form (the log line says so). The
-    /// module options are still declared, so that the module blocks nothing.
+    /// Register nothing: the server's MSETEX serves the NUMKEYS form (the module options are still
+    /// declared, so that the module blocks nothing).
     BuiltinServes {
         line: String,
         profile: Box<Profile>,
@@ -23,7 +23,6 @@ pub enum Plan {
     Register(Box<Registrations>),
 }
 
-/// Everything a load registers, in order.
 #[derive(Debug)]
 pub struct Registrations {
     pub commands: Vec<Registration>,
@@ -38,13 +37,11 @@ pub struct Registration {
     pub name: CString,
     pub role: Role,
     pub flags: &'static CStr,
-    /// Legacy first key, last key and step.
     pub legacy_keys: (i32, i32, i32),
-    /// COMMAND DOCS and key specifications (Redis 7.0+), and MSETEX's ACL categories (7.2+).
+    /// COMMAND DOCS, key specs and (MSETEX's) ACL categories.
     pub docs: Option<Docs>,
 }
 
-/// What a registered command runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Msetex,
@@ -54,7 +51,7 @@ pub enum Role {
     ChangesCounter,
 }
 
-/// Decides the load; the error is the log line saying why it cannot load here and what to do.
+/// Decides the load; the error is the log line saying why not here and what to do.
 pub fn plan(
     options: &LoadOptions,
     server: &Server,
@@ -132,7 +129,7 @@ fn registrations(module: &Loaded) -> Vec<Registration> {
 }
 
 /// Refuses the load unless every server command a call may run or replicate exists under its name
-/// (so no call writes a key, then fails on a renamed one); the profile avoids what it can.
+/// (so no call writes a key, then fails on a renamed one).
 fn check_commands(
     profile: &Profile,
     replication: &Replication,
@@ -161,9 +158,8 @@ fn check_commands(
     Ok(())
 }
 
-/// The command's name, or `None` where the server's own MSETEX (Redis 8.4+, Valkey 9.1+) serves
-/// the built-in's syntax under its name. Never a server command's name, renamed away or not (a
-/// renamed command's original name crashes Redis 8.6 and Valkey 9.1; DESIGN.md, "Loading").
+/// The command's name, or `None` where the built-in serves its syntax under its name; never a
+/// server command's name, renamed away or not (DESIGN.md, "Loading").
 fn naming(
     server: &Server,
     profile: &Profile,

@@ -1,12 +1,10 @@
 //! Which server this is and what that means for MSETEX: the [`Profile`], each difference decided
-//! once at load from `INFO server`, a few config values and which commands run (a fact the module
-//! cannot read gets the choice safe either way). Pure, so every server kind is unit-tested.
+//! once at load (DESIGN.md, "Facts taken from the version"); pure, unit-tested per server kind.
 
 use std::ffi::CStr;
 
 use crate::acl::AclCheck;
 
-/// The server family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Product {
     Redis,
@@ -22,16 +20,15 @@ impl Product {
     }
 }
 
-/// A server as `INFO server` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
     pub product: Product,
-    /// The product's version (Valkey also reports `redis_version:7.2.4`; its own: valkey_version).
+    /// Valkey's own (it also reports `redis_version:7.2.4`).
     pub version: (u32, u32, u32),
 }
 
 impl Server {
-    /// Reads the server from INFO fields (`field("redis_version")` etc.); `None` if no version.
+    /// Reads the server from INFO fields; `None` if no version.
     pub fn identify<'a>(field: impl Fn(&str) -> Option<&'a str>) -> Option<Server> {
         let valkey = field("server_name").is_some_and(|name| name.trim() == "valkey");
         let (product, version) = match (valkey, field("valkey_version")) {
@@ -40,10 +37,11 @@ impl Server {
             (true, None) => (Product::Valkey, field("redis_version")?),
             (false, _) => (Product::Redis, field("redis_version")?),
         };
-        Some(Server {
-            product,
-            version: parse_version(version)?,
-        })
+        // "8.4.0-rc1" -> (8, 4, 0); a missing patch is 0.
+        let mut parts = version.trim().split('-').next()?.split('.').map(str::parse);
+        let (major, minor) = (parts.next()?.ok()?, parts.next()?.ok()?);
+        let version = (major, minor, parts.next().unwrap_or(Ok(0)).ok()?);
+        Some(Server { product, version })
     }
 
     /// True from `redis` on Redis, from `valkey` on Valkey.
@@ -56,18 +54,13 @@ impl Server {
             }
     }
 
-    /// True from Redis 8.4 and Valkey 9.1 on, which ship their own MSETEX.
     pub fn has_builtin_msetex(&self) -> bool {
         self.at_least((8, 4), (9, 1))
     }
 
-    /// Whether the server may ask for a command's keys on an I/O thread, where a getkeys callback's
-    /// module context races the main thread (it crashed Redis 8.6.3 and Valkey 8.0 to 9.1 under
-    /// load): Redis 8.2+ with io-threads (8.6.3: networking.c `processInputBuffer` calls
-    /// `preprocessCommand` there); Valkey 8+ in cluster mode with io-threads (9.1.2:
-    /// `ioThreadReadQueryFromClient` -> `prepareCommandGeneric` -> `clusterSlotByCommand`), and
-    /// Valkey 9+ in cluster mode whatever io-threads says at load (`CONFIG SET` can start them).
-    /// Unreadable io-threads: above 1.
+    /// Whether the server may ask for a command's keys on an I/O thread, where a getkeys callback
+    /// crashes it (DESIGN.md, "Where the keys are"); unreadable io-threads: above 1 (and on Valkey
+    /// 9+, `CONFIG SET` can start them later).
     fn keys_on_io_threads(&self, environment: &Environment) -> bool {
         let io_threads = environment.io_threads.is_none_or(|n| n > 1);
         match self.product {
@@ -90,9 +83,7 @@ impl Server {
         }
     }
 
-    /// The load's line on a server newer than the newest of its family `make test-matrix` runs:
-    /// that one, and what this server is assumed to do as it does (the facts taken from a version
-    /// the server could not be asked about; DESIGN.md, "Facts taken from the version").
+    /// The load's line on a server newer than the newest of its family the matrix runs.
     pub fn untested_note(&self) -> Option<String> {
         let (major, minor, _) = self.version;
         let (newest, assumed) = match self.product {
@@ -126,91 +117,35 @@ impl Server {
     }
 }
 
-/// "8.4.0" -> (8, 4, 0); a missing patch is 0; anything after `-` is ignored ("8.4.0-rc1").
-fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
-    let core = text.trim().split('-').next()?;
-    let mut parts = core.split('.').map(str::parse::<u32>);
-    let (major, minor) = (parts.next()?.ok()?, parts.next()?.ok()?);
-    Some((major, minor, parts.next().unwrap_or(Ok(0)).ok()?))
-}
-
 /// Facts only the server's configuration tells, as far as the module could read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Environment {
-    /// `cluster-enabled yes`.
     pub cluster: bool,
     /// `io-threads`; `None` if unreadable (CONFIG renamed, no `RedisModule_ConfigGetNumeric`).
     pub io_threads: Option<u32>,
-    /// `mem_allocator` is jemalloc, whose size classes the in-place check relies on.
+    /// `mem_allocator` is jemalloc (whose size classes `sizing` knows).
     pub jemalloc: bool,
-    /// Which server commands the module may call run under their names (`rename-command`).
     pub callable: Callable,
-    /// Whether a dotless COMMAND-NAME is a server command's original name (renamed away: a module
-    /// cannot take it); `None` if unreadable.
+    /// Whether a dotless COMMAND-NAME is a server command's original name; `None` if unreadable.
     pub name_in_use: Option<bool>,
-    /// Whether `ACL CAT` lists a command MSETEX, serving or renamed away (a built-in); `None` if
-    /// unreadable.
+    /// Whether `ACL CAT` lists a command MSETEX (a built-in, maybe renamed); `None` if unreadable.
     pub builtin_listed: Option<bool>,
-    /// Whether the server reads a KEYNUM key spec with its step ([`KeynumStep`]); `None` if it
-    /// could not be asked (no built-in under its name, COMMAND renamed away).
+    /// Whether the server reads a KEYNUM spec with its step ([`KeynumStep`]); `None`: not asked.
     pub keynum_step: Option<bool>,
-    /// How ACL rules can reach MSETEX, from what the module API offers (`AclCheck::offered`).
+    /// What the module API offers (`AclCheck::offered`).
     pub acl: AclCheck,
-    /// Whether the module API can register key specifications (`RedisModule_SetCommandInfo`:
-    /// Redis 7.0+, Valkey).
+    /// Whether the module API can register key specs (`RedisModule_SetCommandInfo`).
     pub key_specs: bool,
-    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a slot migration job when the module loaded
-    /// (Valkey 9+ in cluster mode, whose exports the module cannot see otherwise once started);
-    /// `None` if not asked or unreadable.
+    /// Whether `CLUSTER GETSLOTMIGRATIONS` listed a job at load (Valkey 9+ in cluster mode: an
+    /// export started before is otherwise unseen); `None` if not asked or unreadable.
     pub slot_migrations_at_load: Option<bool>,
 }
 
-#[cfg(test)]
-impl Server {
-    /// A `product` from version `from` and before `before` (the unit tests' expectations per
-    /// server kind; version comparisons stay in this file).
-    pub fn is(&self, product: Product, from: (u32, u32), before: Option<(u32, u32)>) -> bool {
-        let (major, minor, _) = self.version;
-        self.product == product
-            && (major, minor) >= from
-            && before.is_none_or(|before| (major, minor) < before)
-    }
-}
-
-#[cfg(test)]
-impl Environment {
-    /// `self` with the answers `server` gives the load's questions (the servers as measured).
-    pub fn answered_by(self, server: &Server) -> Environment {
-        let redis = server.product == Product::Redis;
-        let builtin = server.has_builtin_msetex();
-        let serving = builtin && self.callable.has(ServerCommand::Msetex);
-        Environment {
-            builtin_listed: Some(builtin),
-            // Redis 8.4.0 to 8.4.3 read a keynum spec without its step (fixed in 8.4.4).
-            keynum_step: serving.then_some(!(redis && server.version < (8, 4, 4))),
-            key_specs: !(redis && server.version < (7, 0, 0)),
-            slot_migrations_at_load: Some(false),
-            acl: if redis && server.version < (7, 0, 0) {
-                AclCheck::CommandName
-            } else if redis && server.version < (7, 2, 0) {
-                AclCheck::Capability
-            } else {
-                AclCheck::Categories
-            },
-            ..self
-        }
-    }
-}
-
-/// The server commands the module calls or replicates, probed at load (`RedisModule_Call` without
-/// arguments: arity error = there, unknown command = renamed away); the load checks those it needs.
+/// The server commands the module calls or replicates, probed at load (`ffi::command_callable`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerCommand {
-    /// The batch of keys the key API cannot write as SET would.
     Mset,
-    /// Valkey 8+'s past deadlines, and what REPLICATE SET sends.
     Set,
-    /// The built-in (Redis 8.4+, Valkey 9.1+): Valkey's batch, native replication, stepping aside.
     Msetex,
 }
 
@@ -230,29 +165,17 @@ impl ServerCommand {
     }
 }
 
-/// The set of [`ServerCommand`]s a server runs under their own names.
+/// Which [`ServerCommand`]s run under their own names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Callable([bool; 3]);
 
 impl Callable {
-    /// Every command there (what the unit tests start from).
-    #[cfg(test)]
-    pub const ALL: Callable = Callable([true; 3]);
-
-    /// The commands for which `probe` says yes.
     pub fn probe(probe: impl FnMut(ServerCommand) -> bool) -> Callable {
         Callable(ServerCommand::ALL.map(probe))
     }
 
     pub fn has(self, command: ServerCommand) -> bool {
         self.0.get(command as usize) == Some(&true)
-    }
-
-    /// The same set without `command` (as `rename-command command ""`).
-    #[cfg(test)]
-    pub fn without(mut self, command: ServerCommand) -> Callable {
-        self.0 = ServerCommand::ALL.map(|other| other != command && self.has(other));
-        self
     }
 }
 
@@ -266,27 +189,23 @@ pub enum Builtin {
     RenamedAway,
 }
 
-/// What SET does when its deadline is already past.
+/// What SET does when its deadline is already past (DESIGN.md, "Past deadlines").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PastDeadline {
     /// Stores the key, which is then logically expired (Redis, Valkey 7.2).
     Store,
-    /// Valkey 8+: deletes an existing key at once (replicating DEL or UNLINK), unless the deadline
-    /// is ahead of the command's clock (in a script, its start) or the server is a replica,
-    /// loading, in import-mode or applying a slot migration. No module API reads that clock, so
-    /// where a deadline looks past, the server's SET decides per key (`Batching::EveryKeyWithSet`).
+    /// Valkey 8+: may delete the key, by a clock no module API reads: SET decides per key.
     DecidedBySet,
 }
 
-/// Where SET stores a string: in its own allocation or, when short, embedded in the key's. A value
-/// written in place keeps its own allocation, so matches SET only where SET does not embed.
+/// Where SET stores a string: its own allocation or, when short, embedded in the key's. In place
+/// matches SET only where SET does not embed (DESIGN.md, "Writing a key").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Embedding {
     /// Its own object (Redis 7.0 - 8.0, Valkey 7.2, 8.0): in place can be as compact (`sizing`).
     Separate,
-    /// Its own object, but MEMORY USAGE counts one SET embeds in it (up to 44 bytes, `embstr`) by
-    /// its length, and one written in place by its allocation (Redis 6.2 `objectComputeSize`):
-    /// up to 10% more for the same memory, so short values are not written in place.
+    /// Redis 6.2: MEMORY USAGE counts an `embstr` (up to 44 bytes) by its length, in place by the
+    /// allocation (up to 10% more): short values are not written in place.
     CountedByLength,
     /// Redis 8.2+ (`kvobjSet`): values up to 44 bytes, key and value at most 41, TTL or not.
     Redis82,
@@ -320,73 +239,54 @@ impl Embedding {
     }
 }
 
-/// How this server's version tells MSETEX to behave: each difference decided once, at load.
+/// How MSETEX behaves on this server: each difference decided once, at load (DESIGN.md, "Facts
+/// taken from the version", tells each).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
     /// SET's bad TTL is `invalid expire time in set`, not `... in 'set' command` (Redis 6.2).
     pub expire_error_unquoted: bool,
     /// SET's NX/XX looks the key up twice, counting a keyspace access (Redis 6.2).
     pub nx_check_counts_access: bool,
-    /// `RedisModule_ReplicateVerbatim` copies the whole call each time it counts a change (Redis
-    /// 6.2): a call counts its changes once, at the end, and new keys go to MSET.
+    /// Redis 6.2: `RedisModule_ReplicateVerbatim` copies the whole call per change counted.
     pub verbatim_copies_call: bool,
-    /// The built-in MSETEX words a bad numkeys `invalid numkeys value or out of range` and too few
-    /// pairs `syntax error` (Valkey).
+    /// Valkey's built-in words two numkeys errors its own way (`outcome::parse_error_text`).
     pub numkeys_errors_worded_as_valkey: bool,
-    /// The server may ask for a command's keys on an I/O thread, where a getkeys callback crashes
-    /// it ([`Server::keys_on_io_threads`]).
     pub keys_on_io_threads: bool,
-    /// How the server routes a module command in cluster mode where it reads keys on I/O threads.
     pub routing: Routing,
     /// Command filters see the commands scripts run (Redis; Valkey's scripts skip them).
     pub filters_see_script_calls: bool,
-    /// The module API can register key specifications (Redis 7.0+, Valkey).
     pub key_specs: bool,
-    /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey; Redis 8.6's
-    /// fires `expire` before `set`).
+    /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey, not Redis).
     pub builtin_writes_as_set: bool,
-    /// A module may tell the server not to look up each command it replicates by name (Valkey's
-    /// `SKIP_COMMAND_VALIDATION` option, where the server knows it): about 1,300 instructions a
-    /// replicated command on Redis, which has no such option.
+    /// Valkey's `SKIP_COMMAND_VALIDATION`: no lookup by name of each command replicated.
     pub replicate_without_lookup: bool,
-    /// Whether the server reads a KEYNUM key spec with its step, as it answered.
     pub keynum_step: KeynumStep,
-    /// Where SET stores a string, which decides whether in place matches SET; `None`: never in
-    /// place (an allocator whose size classes the check does not know).
+    /// Where SET stores a string; `None`: never in place (not jemalloc, whose classes we know).
     pub in_place: Option<Embedding>,
     /// Redis 8.2+: SET fires `overwritten` (and `type_changed`) on replace; in place fires it too.
     pub fires_overwritten: bool,
-    /// Redis 8.6: `RedisModule_SignalModifiedKey` looks the key up, counting a keyspace hit or miss
-    /// SET does not, while closing a write-opened key signals it and counts nothing: so keys are
-    /// signalled by closing them, and keys only looked at are opened for reading.
+    /// Redis 8.6: `RedisModule_SignalModifiedKey` counts a keyspace hit SET does not: keys are
+    /// signalled by closing them, and looked at read-only.
     pub signal_on_close: bool,
     pub builtin: Builtin,
-    /// `cluster-enabled yes`: a slot migration (atomic on Redis 8.4+ and Valkey 9+) streams writes
-    /// to the importer from its start, before INFO shows it, and its filter cannot read the
-    /// built-in's keys.
+    /// `cluster-enabled yes`.
     pub cluster: bool,
     /// Redis before 7.2: a key SET overwrites gets a fresh LRU clock (later ones keep the old).
     pub fresh_lru_on_overwrite: bool,
     pub past_deadline: PastDeadline,
     /// Valkey 9+: declare atomic slot migration support (else the server refuses to migrate).
     pub atomic_slot_migration: bool,
-    /// How the server announces that it starts streaming a slot's writes to another node (an
-    /// atomic slot migration, in cluster mode), which consumes what the module replicates.
     pub slot_export: SlotExport,
-    /// How ACL rules reach MSETEX: module commands get categories from Redis 7.2 (and in every
-    /// Valkey); Redis 7.0 can only be asked about other commands; 6.2 not at all. As offered by
-    /// the module API, not by version.
     pub acl: AclCheck,
 }
 
-/// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 read only the first
-/// half of the keys, redis/redis#14657), as `COMMAND GETKEYS MSETEX 2 a v b v` of its built-in
-/// MSETEX, the one command with such a spec, answered.
+/// Whether the server reads a KEYNUM key spec with its step (Redis 7.0 to 8.4.3 do not,
+/// redis/redis#14657), as `COMMAND GETKEYS` of its built-in MSETEX answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeynumStep {
     Read,
     NotRead,
-    /// No built-in MSETEX under its name, or COMMAND renamed away: taken as not read.
+    /// No built-in under its name, or COMMAND renamed away: taken as not read.
     NotAsked,
 }
 
@@ -408,17 +308,15 @@ impl KeynumStep {
     }
 }
 
-/// Whether a slot export (atomic slot migration) can consume what the module replicates, and how
+/// Whether a slot export (atomic slot migration) can stream what the module replicates, and how
 /// the server announces one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlotExport {
-    /// None can (not cluster mode, or no atomic slot migration: Redis before 8.4, Valkey before 9).
+    /// Not cluster mode, or no atomic slot migration (Redis before 8.4, Valkey before 9).
     None,
-    /// Server event `event` fires with subevent `started` when this node starts streaming a
-    /// slot's writes (Redis 8.4.0 cluster_asm.c, Valkey 9.1.2 cluster_migrateslots.c: before the
-    /// export's first write), and `ended` when it stops. `listed_at_load`: whether a job could
-    /// already run when the module loaded (`None`: unknown; Redis's exports keep a backlog the
-    /// `INFO replication` probe sees).
+    /// Event `event`, subevent `started` before the export's first write (Redis 8.4 cluster_asm.c,
+    /// Valkey 9.1 cluster_migrateslots.c), `ended` when it stops; `listed_at_load`: a job was
+    /// listed at load (`None`: unknown; Redis's keep a backlog the probe sees).
     Announced {
         event: u64,
         started: u64,
@@ -427,21 +325,17 @@ pub enum SlotExport {
     },
 }
 
-/// How a server routes a module command in cluster mode where it reads command keys on I/O threads.
+/// How a server routes a module command in cluster mode where it reads keys on I/O threads
+/// (DESIGN.md, "Where the keys are").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Routing {
-    /// By the keys it read from the call as sent, before any command filter ran (Redis 8.2+:
-    /// `processCommand` hands `getNodeByQuery` the client's slot and cross-slot error, copied from
-    /// the pending command before `moduleCallCommandFilters`).
+    /// By the keys read from the call as sent, before any command filter ran (Redis 8.2+).
     KeysReadBeforeFilters,
-    /// By the command's legacy key range, read again after a filter changed the call's length
-    /// (Valkey: `moduleCallCommandFilters` redoes `prepareCommand`; `clusterSlotByCommand` reads
-    /// keys with `getKeysFromCommand`).
+    /// By the legacy key range, read again after a filter changed the call's length (Valkey).
     LegacyRangeAfterFilters,
 }
 
 impl Profile {
-    /// The profile of `server` with `environment`.
     pub fn new(server: &Server, environment: Environment) -> Profile {
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
@@ -503,31 +397,26 @@ impl Profile {
         }
     }
 
-    /// Valkey 9.1+ with the built-in under its name: it writes each key as SET does (encoding,
-    /// deadline kept in place, `set` then `expire` per key), so it takes the keys the key API
-    /// cannot, instead of MSET plus a deadline. (Redis 8.6's fires `expire` before `set`.)
+    /// Valkey 9.1+ with the built-in under its name: it writes each key as SET does, so it takes
+    /// the keys the key API cannot, instead of MSET plus a deadline.
     pub fn builtin_batch(&self) -> bool {
         self.builtin_writes_as_set && self.builtin == Builtin::Serving
     }
 
-    /// Redis 6.2: a new key is written by MSET, which counts the change for RDB save points itself.
-    /// The module's only way to count one there, `RedisModule_ReplicateVerbatim` in a nested call,
-    /// queues a copy of that call's arguments each time (about 800 instructions a key, callgrind),
-    /// more than MSET's lookup and a second open for the deadline.
+    /// Redis 6.2: MSET writes new keys, counting their changes itself, for less than the module's
+    /// only way to count one there (DESIGN.md, "What it costs").
     pub fn new_keys_by_mset(&self) -> bool {
         self.verbatim_copies_call
     }
 
-    /// Replicas and the AOF run the built-in and nothing drops it: under its name, not in cluster
-    /// mode (a slot migration's filter can't read its keys: Redis 8.6.3 drops it, and the write).
+    /// Replicas and the AOF run the built-in: under its name, not in cluster mode (a slot
+    /// migration's filter cannot read its keys: Redis 8.6.3 drops it, and the write).
     pub fn native_replication(&self) -> bool {
         self.builtin == Builtin::Serving && !self.cluster
     }
 
-    /// Whether "nobody receives replicated commands" can be proven from `INFO replication`, the
-    /// replication commands clients send and the server's events: in cluster mode, only where no
-    /// slot export can be under way unseen (no atomic slot migration; or its start announced, and
-    /// on Valkey, no job listed at load, as a module loaded during one would not see it).
+    /// Whether "nobody listens" can be proven (DESIGN.md, "Nobody listens"): in cluster mode only
+    /// where no slot export can be under way unseen.
     pub fn shortcut_allowed(&self) -> bool {
         match self.slot_export {
             SlotExport::None => true,

@@ -1,6 +1,5 @@
-//! Whether a string's allocation (as `ffi::Key::buffer` reads it) is no bigger than the one SET
-//! would make, checked before writing in place: jemalloc's size classes (checked at load; without
-//! jemalloc nothing is written in place).
+//! Whether a string's allocation is no bigger than the one SET would make, by jemalloc's size
+//! classes (without jemalloc nothing is written in place).
 
 use crate::ffi::Allocation;
 

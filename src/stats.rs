@@ -18,7 +18,7 @@ pub fn record_keys(n: usize) {
     KEYS_SET.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-/// `n` keys were written into their old strings, in place.
+/// `n` keys were written in place.
 pub fn record_in_place(n: usize) {
     KEYS_IN_PLACE.fetch_add(n as u64, Ordering::Relaxed);
 }

@@ -1,10 +1,9 @@
 //! Writes the keys of one call as `SET key value <expiry>` would leave them, each reported to a
-//! [`Sink`]; on an [`Abort`] the keys before it stay written and replicated. The three paths (in
-//! place, new key, batch) and their order rules: docs/DESIGN.md, "Writing a key".
+//! [`Sink`] (DESIGN.md, "Writing a key"); after an [`Abort`] the keys before stay replicated.
 
 use std::ffi::CStr;
 
-use crate::deadline::{self, Deadline, Expiry, Resolved};
+use crate::deadline::{self, Expiry, Resolved};
 use crate::ffi::{
     fresh_part, Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values,
     Word,
@@ -17,22 +16,19 @@ use crate::{sizing, stats};
 /// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
 const BATCH_MAX: usize = 256;
 
-/// The keyspace of one call: keys, events, signals and the server's own write commands.
+/// The keyspace of one call (the module API, or the unit tests' store).
 pub trait Keyspace {
     type Arg: Copy + AsRef<[u8]>;
     type Key: OpenKey<Self::Arg>;
-    /// Opens `key` for writing (dropped: closed).
     fn open(&self, key: Self::Arg, touch: Touch) -> Option<Self::Key>;
     /// Opens `key` only to look at it, with no effect a client could see.
     fn look(&self, key: Self::Arg) -> Option<Self::Key>;
     fn notify(&self, class: EventClass, event: &'static CStr, key: Self::Arg);
-    /// Tells WATCH and client-side caching that `key` changed.
     fn signal(&self, key: Self::Arg);
-    /// Runs the server's `command [numkeys] pairs... tail...`; false if it failed.
+    /// Runs the server's command on `pairs`; false if it failed.
     fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
 }
 
-/// One call of a server write command on a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerWrite {
     pub command: &'static CStr,
@@ -45,32 +41,27 @@ pub struct ServerWrite {
 /// How a key was written: what counted it for RDB saves (`server.dirty`), what is left to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WrittenBy {
-    /// The module's key API: nothing counted or sent it yet.
+    /// Nothing counted or sent it yet.
     KeyApi,
-    /// A server command called without replication (MSET, built-in MSETEX, SET): counted only.
+    /// A server command called without replication (MSET, built-in MSETEX): counted only.
     Command,
-    /// A server command called with replication (SET, `!`): counted, and sent what it sends.
+    /// A server command called with replication (SET, `!`): counted and sent.
     ReplicatedCommand,
 }
 
-/// Where what is written goes next: the replication of the call. It cannot stop the writing: a
-/// key the primary kept is reported whatever became of the ones before, with the expiry it holds.
+/// The call's replication: told of every key the primary kept, with the expiry it holds.
 pub trait Sink<A> {
     fn written(&mut self, key: A, by: WrittenBy, expiry: Resolved);
-    /// A key a server command wrote is gone before the module could finish it (another module's
-    /// handler deleted it): nothing to send for it.
+    /// A key a server command wrote was gone before the module could finish it: nothing to send.
     fn vanished(&mut self, key: A);
 }
 
-/// What writes the keys the key API cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Batching {
-    /// MSET, then each key's deadline.
     Mset,
-    /// The built-in MSETEX (Valkey 9.1+), deadline and events included.
+    /// The built-in MSETEX (Valkey 9.1+).
     Builtin,
-    /// `SET key value <expiry>` with `!` for every key, where the deadline may be past on Valkey
-    /// 8+: SET decides (it may delete the key) and replicates what it did itself.
+    /// `SET key value <expiry> !` per key, where the deadline may be past on Valkey 8+.
     EveryKeyWithSet,
 }
 
@@ -106,9 +97,8 @@ impl Batching {
     }
 }
 
-/// NX / XX: checks every key before any write, as a write command looks it up (logically expired
-/// is absent), without hit/miss stats or signals, and without an access where SET's check counts
-/// none (the write counts it).
+/// NX / XX: checks every key before any write as a write command looks it up, without stats,
+/// signals or (but where SET's check counts one) an access.
 pub fn condition_holds<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -125,14 +115,16 @@ pub fn condition_holds<K: Keyspace>(
     } else {
         Touch::No
     };
-    let exists = |key: K::Arg| {
-        look_at(keyspace, profile, key, touch).is_some_and(|h| h.contents() != Contents::Nothing)
-    };
+    let exists = |key: K::Arg| holds_a_value(look_at(keyspace, profile, key, touch));
     pairs.iter().step_by(2).all(|key| exists(*key) == wanted)
 }
 
-/// `key` opened to be looked at, with no signal and (but for `touch`) no effect: opened for
-/// reading where closing a write-opened key signals it (Redis 8.6), else for writing.
+fn holds_a_value<A>(handle: Option<impl OpenKey<A>>) -> bool {
+    handle.is_some_and(|h| h.contents() != Contents::Nothing)
+}
+
+/// `key` opened to be looked at, with no signal and (but for `touch`) no effect: for reading
+/// where closing a write-opened key signals it (Redis 8.6), else for writing.
 fn look_at<K: Keyspace>(
     keyspace: &K,
     profile: &Profile,
@@ -152,7 +144,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     keyspace: &K,
     profile: &Profile,
     pairs: &[K::Arg],
-    deadline: &mut Deadline,
+    expiry: Expiry,
     batching: Batching,
     forking: bool,
     sink: &mut S,
@@ -160,7 +152,7 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
     let mut writer = Writer {
         keyspace,
         profile,
-        deadline,
+        expiry,
         batching,
         forking,
         sink,
@@ -181,18 +173,17 @@ pub fn write_all<K: Keyspace, S: Sink<K::Arg>>(
 struct Writer<'w, K: Keyspace, S> {
     keyspace: &'w K,
     profile: &'w Profile,
-    deadline: &'w mut Deadline,
+    expiry: Expiry,
     batching: Batching,
     forking: bool,
     sink: &'w mut S,
     batch: Batch<'w, K::Arg>,
     written: usize,
     in_place: usize,
-    /// A key of this call was new where new keys go to MSET ([`Profile::new_keys_by_mset`]).
+    /// A key of this call was new where new keys go to MSET.
     new_keys_seen: bool,
 }
 
-/// How the key API writes a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
     New,
@@ -200,22 +191,19 @@ enum Written {
 }
 
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
-    /// Writes the pair `at` (of the call's pairs).
     fn pair(&mut self, at: usize, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
-        // SET stores a canonical integer as `int` or shared, which no module API can produce, and
-        // a short value embedded with its key, which the key API cannot leave in place: the batch
-        // writes those unopened (its lookup is the one access; KEEPTTL: the key's TTL decides).
-        // Where new keys go to MSET, one new key foretells more: the rest go unopened (a key that
-        // is there after all is overwritten by MSET, as SET would, rather than in place).
+        // Integers and values SET embeds go to the batch unopened (its lookup is the one access;
+        // KEEPTTL: the key's TTL decides), and so does every key after a new one where new keys
+        // go to MSET (DESIGN.md, "Writing a key").
         let integer = is_i64(value.as_ref());
         let batch_only = self.batching == Batching::EveryKeyWithSet
             || integer
-            || (self.deadline.expiry() != Expiry::Keep
+            || (self.expiry != Expiry::Keep
                 && (self.new_keys_seen || self.embeds(key, value, false)));
         if batch_only {
             return self.defer(at, key, integer, None);
         }
-        if self.batch.contains(key) {
+        if self.batch.len() > 0 && self.batch.holds(Batch::bit(key), key) {
             self.flush()?;
         }
         // One access, as SET's own lookup of the key.
@@ -248,22 +236,19 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.keyspace.open(key, touch).ok_or(Abort("open the key"))
     }
 
-    /// Whether SET would embed `value` with `key`; `kept_ttl`: KEEPTTL keeps the key's TTL.
+    /// Whether SET would embed `value` with `key` (`kept_ttl`: KEEPTTL keeps the key's TTL).
     fn embeds(&self, key: K::Arg, value: K::Arg, kept_ttl: bool) -> bool {
-        let ttl_after = kept_ttl || self.deadline.expiry().sets_ttl();
+        let ttl_after = kept_ttl || self.expiry.sets_ttl();
         self.profile.in_place.is_some_and(|embedding| {
             embedding.embeds(key.as_ref().len(), value.as_ref().len(), ttl_after)
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key from the argument (where
-    /// the built-in batch writes, only a value SET would not embed: the built-in embeds, and costs
-    /// more for the rest; none where new keys go to MSET), or in place: a same-length string SET
-    /// would not embed whose buffer is as compact as a fresh one.
+    /// How the key API writes `key` as SET would, if it can: a new key, or in place (a same-length
+    /// string SET would not embed, in a buffer as compact as a fresh one).
     fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
         let len = value.as_ref().len();
-        let kept_ttl =
-            |handle: &K::Key| self.deadline.expiry() == Expiry::Keep && handle.deadline().is_some();
+        let kept_ttl = |handle: &K::Key| self.expiry == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
             Contents::Nothing
                 if !self.profile.new_keys_by_mset()
@@ -286,8 +271,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Events, expiry, signal and replication of a key the key API wrote: SET's `new` (server's,
-    /// for a new key), `overwritten` where the server has it, `set`, then `expire`.
     fn key_api_done(
         &mut self,
         mut handle: K::Key,
@@ -311,10 +294,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         self.finish(Some(handle), key, WrittenBy::KeyApi, set, Resolved::Keep)
     }
 
-    /// Finishes a written key whose expiry `set` tried to set: closed with it; where that failed
-    /// (or the key could not be opened: `handle` none), signalled and reported as it stands, with
-    /// `held`, the expiry it kept, or as gone: a replica must hold what the primary holds. The
-    /// failure is returned once the key is reported.
+    /// Finishes a written key whose expiry `set` tried to set. Where that (or opening the key)
+    /// failed, it is still signalled and reported as it stands (`held`: the expiry it kept) or as
+    /// gone, then the failure returned: a replica must hold what the primary holds.
     fn finish(
         &mut self,
         handle: Option<K::Key>,
@@ -325,7 +307,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     ) -> Result<(), Abort> {
         let abort = match (handle, set) {
             (Some(handle), Ok(expiry)) => {
-                self.close(handle, key, by, expiry);
+                drop(handle); // which signals the key on Redis 8.6
+                if !self.profile.signal_on_close {
+                    self.keyspace.signal(key);
+                }
+                if let Resolved::At(_) = expiry {
+                    self.keyspace.notify(EventClass::Generic, c"expire", key);
+                }
+                self.sink.written(key, by, expiry);
+                self.written += 1;
                 return Ok(());
             }
             (Some(handle), Err(abort)) => {
@@ -335,11 +325,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             (None, set) => set.err().unwrap_or(Abort("open the key")),
         };
         self.keyspace.signal(key);
-        let there = self
-            .keyspace
-            .look(key)
-            .is_some_and(|h| h.contents() != Contents::Nothing);
-        if there {
+        if holds_a_value(self.keyspace.look(key)) {
             self.sink.written(key, by, held);
             self.written += 1;
         } else {
@@ -348,43 +334,27 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Err(abort)
     }
 
-    /// Closes a key whose deadline the module set (`expiry`, as [`Self::apply_expiry`] resolved
-    /// it): signals it to WATCH and tracking as the caller (by closing the handle on Redis 8.6,
-    /// else explicitly), fires SET's `expire`, reports it.
-    fn close(&mut self, handle: K::Key, key: K::Arg, by: WrittenBy, expiry: Resolved) {
-        drop(handle);
-        if !self.profile.signal_on_close {
-            self.keyspace.signal(key);
-        }
-        if let Resolved::At(_) = expiry {
-            self.keyspace.notify(EventClass::Generic, c"expire", key);
-        }
-        self.sink.written(key, by, expiry);
-        self.written += 1;
-    }
-
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
-        let expiry = self
-            .deadline
-            .resolved()
-            .ok_or(Abort("resolve the deadline"))?;
+        let Some(expiry) = self.expiry.resolved() else {
+            return Err(Abort("resolve the deadline"));
+        };
         self.sink.written(key, by, expiry);
         self.written += 1;
         Ok(())
     }
 
-    /// Sets a just written key's expiry; `kept`: its deadline before MSET cleared it (KEEPTTL);
-    /// `in_place`: the key kept its old TTL entry. The call's expiry, resolved.
+    /// Sets a just written key's expiry (`kept`: its deadline before MSET cleared it; `in_place`:
+    /// it kept its TTL entry); the call's expiry, resolved.
     fn apply_expiry(
         &mut self,
         handle: &mut K::Key,
         kept: Option<i64>,
         in_place: bool,
     ) -> Result<Resolved, Abort> {
-        let (set, expiry, what) = match self.deadline.expiry() {
+        let (set, expiry, what) = match self.expiry {
             Expiry::In(ms) => {
                 let at = handle.expire_in(ms).ok_or(Abort("set the expiry"))?;
-                self.deadline.took_effect(at);
+                self.expiry.took_effect(at);
                 return Ok(Resolved::At(at));
             }
             Expiry::At(at) => (handle.expire_at(at), Resolved::At(at), "set the expiry"),
@@ -406,9 +376,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// Puts the pair `at` in the batch, written first where it holds the other kind of value
-    /// (integers go to the server as fresh copies, the rest as they are: one kind per call) or
-    /// this key. Key-API writes flush the batch first, so it is a run of the call's pairs.
+    /// Puts the pair `at` in the batch, flushed first where it holds the other kind of value, this
+    /// key, or is no run ending before `at`.
     #[inline(always)]
     fn defer(
         &mut self,
@@ -420,7 +389,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         let bit = Batch::<K::Arg>::bit(key);
         if self.batch.len() > 0
             && (self.batch.run.integers != integer
-                || !self.batch.ends_before(at)
+                || self.batch.run.first + self.batch.run.len != at
                 || self.batch.holds(bit, key))
         {
             self.flush()?;
@@ -433,9 +402,8 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// Writes the waiting pairs with the server's own command: in one call, or integers (fresh
-    /// copies) in parts of [`fresh_part`] pairs, each part finished (deadlines, signals, reports)
-    /// before the next is written, so a part that fails leaves the keys before it whole and sent.
+    /// Writes the waiting pairs with the server's own command: in one call, or integers in parts
+    /// of [`fresh_part`] pairs, each finished before the next is written.
     #[inline(never)]
     fn flush(&mut self) -> Result<(), Abort> {
         if self.batch.len() == 0 {
@@ -449,33 +417,33 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             let size = if run.integers { fresh_part(left) } else { left };
             outcome = match run.part(start, size) {
                 Some(part) => match self.batching {
-                    Batching::Mset => self.flush_to_mset(&part),
-                    Batching::Builtin => self.flush_to_builtin(&part),
+                    Batching::Mset => self.flush_to_mset(part),
+                    Batching::Builtin => self.flush_to_builtin(part),
                     Batching::EveryKeyWithSet => self.flush_with_set(&part),
                 },
                 None => Err(Abort("split the batch")),
             };
             start += size;
         }
-        self.batch.give_back(run);
+        let mut lfu = run.lfu;
+        lfu.clear();
+        self.batch.run.lfu = lfu;
         outcome
     }
 
-    fn flush_to_mset(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
+    fn flush_to_mset(&mut self, mut part: Part<'_, K::Arg>) -> Result<(), Abort> {
         // KEEPTTL: MSET clears every TTL, so read them first.
-        let kept: Vec<Option<i64>> = match self.deadline.expiry() {
+        let kept: Vec<Option<i64>> = match self.expiry {
             Expiry::Keep => part.keys().map(|key| self.deadline_of(key)).collect(),
             _ => Vec::new(),
         };
-        self.call_on(part, ServerCommand::Mset, Head::None, Vec::new())?;
-        // Every key MSET wrote is finished and reported, a failure on one or not: MSET left it
-        // without a TTL, which a replica must know.
+        self.call_on(&part, ServerCommand::Mset, Head::None, Vec::new())?;
+        // Every key MSET wrote is finished and reported, whatever failed: a replica must know.
         let mut outcome = Ok(());
-        let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
             // Once every key left takes one deadline and nothing else, they go the short way.
             if let (Some(Resolved::At(at)), true, true) =
-                (self.deadline.resolved(), kept.is_empty(), lfu.is_done())
+                (self.expiry.resolved(), kept.is_empty(), part.lfu.is_empty())
             {
                 let rest = part.flat.get(2 * index..).unwrap_or_default();
                 return outcome.and(self.expire_each(rest, at));
@@ -488,19 +456,17 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 }
                 None => Err(Abort("open the key")),
             };
-            if let (Some(lfu), Some(handle)) = (lfu.of(index), handle.as_mut()) {
+            if let (Some(lfu), Some(handle)) = (part.lfu_of(index), handle.as_mut()) {
                 handle.set_lfu(lfu);
             }
-            // MSET signalled the key as a client of its own (a BCAST NOLOOP tracker hears of
-            // it): signal it again as the caller.
+            // MSET signalled the key as a client of its own: signalled again as the caller.
             let done = self.finish(handle, key, WrittenBy::Command, set, Resolved::Persist);
             outcome = outcome.and(done);
         }
         outcome
     }
 
-    /// Sets deadline `at` on each key of `pairs`, which a server command wrote, and closes them:
-    /// the common case of [`Self::flush_to_mset`], in a loop of its own (every key finished).
+    /// [`Self::flush_to_mset`]'s common case, in a loop of its own: deadline `at` on every key.
     fn expire_each(&mut self, pairs: &[K::Arg], at: i64) -> Result<(), Abort> {
         let mut outcome = Ok(());
         for pair in pairs.chunks_exact(2) {
@@ -510,7 +476,6 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 Some(true) => Ok(Resolved::At(at)),
                 _ => Err(Abort("set the expiry")),
             };
-            // MSET signalled the key as a client of its own: signalled again as the caller.
             let done = self.finish(handle, key, WrittenBy::Command, set, Resolved::Persist);
             outcome = outcome.and(done);
         }
@@ -518,21 +483,19 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 
     /// Built-in MSETEX with deadline and events; a relative TTL runs from its clock (read back).
-    fn flush_to_builtin(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
-        let tail = deadline::options(self.deadline.expiry());
-        self.call_on(part, ServerCommand::Msetex, Head::Numkeys, tail)?;
-        if let Expiry::In(_) = self.deadline.expiry() {
+    fn flush_to_builtin(&mut self, mut part: Part<'_, K::Arg>) -> Result<(), Abort> {
+        let tail = deadline::options(self.expiry);
+        self.call_on(&part, ServerCommand::Msetex, Head::Numkeys, tail)?;
+        if let Expiry::In(_) = self.expiry {
             // One deadline for every key, from the built-in's clock: any key's tells it.
-            let mut keys = part.keys();
-            let at = keys.find_map(|key| self.deadline_of(key));
-            self.deadline
-                .took_effect(at.ok_or(Abort("read the deadline"))?);
+            let at = part.keys().find_map(|key| self.deadline_of(key));
+            let at = at.ok_or(Abort("read the deadline"))?;
+            self.expiry.took_effect(at);
         }
-        let mut lfu = part.lfu();
         for (index, key) in part.keys().enumerate() {
             // An access counter that cannot be put back is no reason to leave a key unsent.
             if let (Some(lfu), Some(mut handle)) =
-                (lfu.of(index), self.keyspace.open(key, Touch::No))
+                (part.lfu_of(index), self.keyspace.open(key, Touch::No))
             {
                 handle.set_lfu(lfu);
             }
@@ -543,13 +506,13 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         Ok(())
     }
 
-    /// `SET key value PXAT <deadline> !` per key, signalled again as the caller; SET replicates
-    /// what it did, and may delete a key whose deadline is past: only the keys left count.
+    /// `SET key value PXAT <deadline> !` per key, signalled again as the caller; only the keys
+    /// SET left (it may delete one whose deadline is past) count.
     fn flush_with_set(&mut self, part: &Part<'_, K::Arg>) -> Result<(), Abort> {
         let call = ServerWrite {
             command: ServerCommand::Set.name(),
             head: Head::None,
-            tail: deadline::options(self.deadline.expiry()),
+            tail: deadline::options(self.expiry),
             values: Values::Fresh,
             propagation: Propagation::ByCommand,
         };
@@ -560,11 +523,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             }
             self.keyspace.signal(key);
             // Looking at a key past its deadline expires it, as SET may have deleted it.
-            let there = self
-                .keyspace
-                .look(key)
-                .is_some_and(|h| h.contents() != Contents::Nothing);
-            if there {
+            if holds_a_value(self.keyspace.look(key)) {
                 self.done(key, WrittenBy::ReplicatedCommand)?;
             }
         }
@@ -597,29 +556,25 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
     }
 
-    /// `key`'s deadline, read without effect.
     fn deadline_of(&self, key: K::Arg) -> Option<i64> {
         look_at(self.keyspace, self.profile, key, Touch::No).and_then(|h| h.deadline())
     }
 }
 
-/// Pairs waiting for one batch: a run of the call's pairs, with a filter that rules most other
-/// keys out at once.
+/// Pairs waiting for one batch: a run of the call's pairs, and a filter of their keys.
 struct Batch<'w, A> {
     run: Run<'w, A>,
     filter: [u64; 64],
 }
 
-/// A run of the call's pairs, the batch's until it is taken to be written.
+/// A run of the call's pairs, until it is taken to be written.
 struct Run<'w, A> {
-    /// The call's pairs: key, value, key, value... as MSET takes them.
+    /// The call's pairs, flat as MSET takes them.
     call: &'w [A],
-    /// The run: its first pair and how many.
     first: usize,
     len: usize,
-    /// The LFU counters to restore after the batch's own lookup, by pair (few pairs have one).
+    /// The LFU counters to restore after the batch's own lookup, by pair.
     lfu: Vec<(usize, i64)>,
-    /// The values waiting are integers (else none is).
     integers: bool,
 }
 
@@ -634,13 +589,11 @@ impl<'w, A: Copy> Run<'w, A> {
         }
     }
 
-    /// The waiting pairs, flat.
     fn flat(&self, start: usize, size: usize) -> Option<&'w [A]> {
         let from = self.first.checked_add(start)?.checked_mul(2)?;
         self.call.get(from..from.checked_add(size.checked_mul(2)?)?)
     }
 
-    /// The `size` pairs from pair `start` of the run.
     fn part(&self, start: usize, size: usize) -> Option<Part<'_, A>> {
         let end = start.checked_add(size)?;
         let lfu_from = self.lfu.partition_point(|(pair, _)| *pair < start);
@@ -666,14 +619,8 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         self.run.len
     }
 
-    /// Whether the pair `at` would extend the run.
-    fn ends_before(&self, at: usize) -> bool {
-        self.run.first + self.run.len == at
-    }
-
-    /// One bit of 4096 per key, from a hash of its bytes taken eight at a time, the last eight
-    /// (or four, or the first, middle and last byte) read where they are: a byte at a time, or a
-    /// copy of the rest, cost as much per key as the rest of the batch's bookkeeping.
+    /// One bit of 4096 per key, from a hash of its bytes read eight at a time where they are (a
+    /// byte at a time cost as much as the rest of the batch's bookkeeping).
     #[inline]
     fn bit(key: A) -> (usize, u64) {
         const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -710,12 +657,8 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         (bit / 64, 1 << (bit % 64))
     }
 
-    /// Whether `key` waits: the filter rules most out, a scan confirms (a needless flush costs).
-    fn contains(&self, key: A) -> bool {
-        self.len() > 0 && self.holds(Batch::bit(key), key)
-    }
-
-    /// [`Batch::contains`] with the key's filter bit already computed.
+    /// Whether `key`, whose filter bit this is, waits: the filter rules most keys out, a scan
+    /// confirms the rest (a needless flush costs).
     fn holds(&self, (word, mask): (usize, u64), key: A) -> bool {
         self.filter.get(word).is_some_and(|w| w & mask != 0)
             && self.run.flat(0, self.run.len).is_some_and(|flat| {
@@ -740,65 +683,34 @@ impl<'w, A: Copy + AsRef<[u8]>> Batch<'w, A> {
         run.len += 1;
     }
 
-    /// The waiting run, to be written; the batch is left empty.
     fn take(&mut self) -> Run<'w, A> {
         self.filter = [0; 64];
         let call = self.run.call;
         std::mem::replace(&mut self.run, Run::empty(call))
     }
-
-    /// A written run's buffer, for the next run.
-    fn give_back(&mut self, run: Run<'w, A>) {
-        let mut lfu = run.lfu;
-        lfu.clear();
-        self.run.lfu = lfu;
-    }
 }
 
-/// Pairs of a batch written by one server command.
 struct Part<'b, A> {
-    /// key, value, key, value...
     flat: &'b [A],
     /// The batch's index of the first pair.
     first: usize,
-    /// The LFU counters of these pairs, by the batch's index.
+    /// The LFU counters of these pairs left to restore, by the batch's index.
     lfu: &'b [(usize, i64)],
     integers: bool,
 }
 
-impl<A: Copy> Part<'_, A> {
-    fn keys(&self) -> impl Iterator<Item = A> + '_ {
+impl<'b, A: Copy> Part<'b, A> {
+    fn keys(&self) -> impl Iterator<Item = A> + 'b {
         self.flat
             .chunks_exact(2)
             .filter_map(|pair| pair.first().copied())
     }
 
-    /// The LFU counters to restore, asked for key by key in order.
-    fn lfu(&self) -> Counters<'_> {
-        Counters {
-            waiting: self.lfu,
-            first: self.first,
-        }
-    }
-}
-
-/// A part's LFU counters, by the part's index of a key, asked for in order.
-struct Counters<'b> {
-    waiting: &'b [(usize, i64)],
-    first: usize,
-}
-
-impl Counters<'_> {
-    /// Whether no counter is left.
-    fn is_done(&self) -> bool {
-        self.waiting.is_empty()
-    }
-
-    /// The counter of the part's key `index`, if it has one; the keys before it are passed.
-    fn of(&mut self, index: usize) -> Option<i64> {
-        match self.waiting {
+    /// The LFU counter to restore of the part's key `index`, asked for in order.
+    fn lfu_of(&mut self, index: usize) -> Option<i64> {
+        match self.lfu {
             [(pair, counter), rest @ ..] if *pair == self.first + index => {
-                self.waiting = rest;
+                self.lfu = rest;
                 Some(*counter)
             }
             _ => None,

@@ -7,7 +7,6 @@ use super::api::{API, OK};
 use super::call::{clear_errno, errno, CallReply};
 use super::ctx::{Arg, Ctx, OwnedString};
 
-/// Who a call runs as, for the module's own permission checks.
 pub enum Caller<'c> {
     /// No user (the replication link, AOF loading, a module's call without `C`): may run anything.
     Unrestricted,
@@ -100,12 +99,12 @@ fn client_has_user(ctx: &Ctx<'_>) -> Result<bool, ()> {
 }
 
 impl AclUser<'_> {
-    /// Whether the user may run the command `parts` make (name first) as the server checks it: the
-    /// command, its keys with their access flags, in one selector; a renamed-away name is refused.
+    /// Whether the user may run the command `parts` make (name first) as the server checks it,
+    /// keys and all, in one selector (a renamed-away name is refused).
     pub fn allows(&mut self, parts: &[&[Arg<'_>]]) -> bool {
         self.argv.clear();
-        // Part by part: each part's length is known, so no per-item capacity check (a flattened
-        // iterator's is not: per key, the check cost as much as the server's command lookup).
+        // Part by part: no per-item capacity check (a flattened iterator's cost as much per key as
+        // the server's command lookup).
         for part in parts {
             self.argv.extend(part.iter().map(|arg| arg.ptr));
         }
@@ -116,8 +115,8 @@ impl AclUser<'_> {
         unsafe { (self.check)(self.user, self.argv.as_mut_ptr(), argc) == OK }
     }
 
-    /// [`AclUser::allows`] for `command key value tail...` of every pair: one argv, of which only
-    /// the key and the value change from one pair to the next. The first key refused, if any.
+    /// [`AclUser::allows`] for `command key value tail...` of every pair, in one argv; the first
+    /// key refused, if any.
     pub fn allows_each_pair<'a>(
         &mut self,
         command: Arg<'a>,
@@ -149,7 +148,6 @@ impl AclUser<'_> {
         Ok(())
     }
 
-    /// Adds an ACL LOG entry for this user, as the server logs its own refusals.
     pub fn log_refusal(&self, object: Arg<'_>, reason: LogReason) {
         let Some(add_entry) = self.ctx.api.acl_add_log_entry else {
             return;

@@ -118,7 +118,6 @@ module_api! {
 
 pub(super) static API: OnceLock<Api> = OnceLock::new();
 
-/// The resolved API; `Err` only before [`init_api`].
 pub(super) fn api() -> Result<&'static Api, String> {
     API.get().ok_or_else(|| "module API not initialised".into())
 }
@@ -131,7 +130,7 @@ pub(super) fn init_api() -> Result<&'static Api, String> {
 }
 
 /// A value published once per load and read lock-free by every call and the command filter (the
-/// server passes no pointer of ours); each value is leaked (a few hundred bytes per MODULE LOAD).
+/// server passes no pointer of ours); each value is leaked (a few hundred bytes per load).
 pub struct Slot<T: 'static>(AtomicPtr<T>);
 
 impl<T: 'static> Slot<T> {

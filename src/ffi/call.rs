@@ -9,12 +9,11 @@ use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 use super::api::{Api, OK};
 use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 
-/// One pair of an MSET call with fresh values: key, value bytes, length.
+/// A fresh pair of an MSET call: key, value bytes, length.
 type FreshPair = (*mut RedisModuleString, *const c_char, usize);
 
-/// `RedisModule_Call`'s format for `count` pairs of fresh values between the head and the tail
-/// (`v`, `sb` per pair, `v`), with `!` where the command replicates itself; `None` for a count
-/// no call takes. Spelled out once (the integer batch's parts).
+/// `RedisModule_Call`'s format for `count` fresh pairs (`v`, `sb` per pair, `v`), `!` first where
+/// the command replicates itself; `None` for a count no call takes.
 fn fresh_format(bang: &str, count: usize) -> Option<&'static CStr> {
     const SB: &str = "sbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsb\
                       sbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsbsb";
@@ -34,12 +33,12 @@ fn fresh_format(bang: &str, count: usize) -> Option<&'static CStr> {
 }
 
 /// The most pairs of `pairs` one call with fresh values takes: `RedisModule_Call` is variadic, so
-/// such a call is spelled out per size (64, 32, ... 1); a larger batch is written in parts.
+/// it is spelled out per size (64, 32, ... 1).
 pub fn fresh_part(pairs: usize) -> usize {
     pairs.min(64).checked_ilog2().map_or(0, |log| 1 << log)
 }
 
-/// `call` of `$head`, `$chunk`'s pairs and `$tail` ("v", "sb" per pair, "v"), spelled out per size.
+/// `call` of `$head`, `$chunk`'s pairs and `$tail`, spelled out per size.
 macro_rules! call_fixed {
     ($ctx:expr, $command:expr, $format:expr, $head:expr, $chunk:expr, $tail:expr;
      $( $size:literal => [$($i:literal)+] ),+) => {
@@ -60,7 +59,7 @@ macro_rules! call_fixed {
     };
 }
 
-/// Whether a server command the module runs takes a pair count first (built-in MSETEX) or not.
+/// Whether the server command takes a pair count first (built-in MSETEX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Head {
     None,
@@ -82,8 +81,7 @@ pub enum Propagation {
 }
 
 impl<'call> Ctx<'call> {
-    /// Runs the server's `command [numkeys] key value ... tail...` on `flat` (MSET, built-in MSETEX
-    /// or SET), which writes, fires events and signals as SET would; false if it failed.
+    /// Runs the server's `command [numkeys] key value ... tail...` on `flat`; false if it failed.
     pub fn call_with_pairs(
         &self,
         command: &CStr,
@@ -93,7 +91,6 @@ impl<'call> Ctx<'call> {
         propagation: Propagation,
         tail: &[OwnedString],
     ) -> bool {
-        // The flags before the format: `!` where the command replicates itself.
         let (bang, format) = match propagation {
             Propagation::ByModule => ("", c"v"),
             Propagation::ByCommand => ("!", c"!v"),
@@ -112,8 +109,7 @@ impl<'call> Ctx<'call> {
         succeeded(unsafe { self.call_argv(command, format, &mut argv(&head, flat, tail)) })
     }
 
-    /// One call of [`fresh_part`]`(n) == n` pairs whose values the server copies (`b`); false for
-    /// any other count. `head(n)`: n pairs' head.
+    /// One call of `n` pairs (`fresh_part(n) == n`) whose values the server copies (`b`).
     fn call_fresh(
         &self,
         command: &CStr,
@@ -187,8 +183,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Queues `command key value tail...` for replicas and the AOF (several a call: MULTI/EXEC);
-    /// `tail` is at most two strings (`PXAT ms`, `KEEPTTL`), passed without allocating.
+    /// Queues `command key value tail...` (`tail`: at most two strings), without allocating.
     pub fn replicate_pair(
         &self,
         command: &CStr,
@@ -238,7 +233,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Counts a change for RDB saves (`server.dirty`) where the server drops what is replicated.
+    /// Counts a change for RDB saves where the server drops what is replicated.
     pub fn count_change(&self) {
         // SAFETY: ctx is the live command context. Always returns OK.
         unsafe { (self.api.replicate_verbatim)(self.raw) };
@@ -294,7 +289,7 @@ unsafe fn text(api: &Api, reply: *mut RedisModuleCallReply) -> Option<Vec<u8>> {
     }
 }
 
-/// The pointers of `head`, `pairs` and `tail`, in order: a "v" argument.
+/// The pointers of `head`, `pairs` and `tail`: a "v" argument.
 fn argv(
     head: &[OwnedString],
     pairs: &[Arg<'_>],

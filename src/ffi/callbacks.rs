@@ -11,10 +11,9 @@ use redis_module::raw::{self, RedisModuleString};
 use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
 use super::ctx::{Arg, Ctx, KeyPositions, LazyArg, OwnedString, Reply};
 
-/// A command the module registers (see [`super::create_command`]).
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
-    /// Answers the server's "where are the keys" call (commands with the `getkeys-api` flag).
+    /// Answers the server's "where are the keys" call (`getkeys-api`).
     fn declare_keys(_positions: &KeyPositions<'_>, _args: &[LazyArg<'_>]) {}
 }
 
@@ -27,7 +26,7 @@ pub struct ArgsChange {
 }
 
 /// An argument a rewrite puts in place: new bytes, or the command's own argument at this position
-/// (of the command as sent), moved rather than copied.
+/// (as sent), moved rather than copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     New(Vec<u8>),
@@ -35,8 +34,7 @@ pub enum Piece {
 }
 
 impl ArgsChange {
-    /// The same change on a plain argument list, as the server makes it (nothing past the end);
-    /// `sent`: the command as sent.
+    /// The same change on a plain argument list (`sent`: as sent), as the server makes it.
     pub fn apply(&self, args: &mut Vec<Vec<u8>>, sent: &[Vec<u8>]) {
         let at = self.at.min(args.len());
         let end = at.saturating_add(self.replaced).min(args.len());
@@ -48,26 +46,22 @@ impl ArgsChange {
     }
 }
 
-/// The command filter and the server events (see [`super::watch`]).
 pub trait Hooks {
-    /// Whether command `name` may need rewriting; runs before every command: a few comparisons.
+    /// Whether command `name` may need rewriting; runs before every command.
     fn filter_wants(name: &[u8]) -> bool;
-    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent); each
-    /// argument is read when asked for.
+    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent).
     fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange>;
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
     /// The server shuts down (before Valkey 9.1+ unloads its modules).
     fn on_shutdown();
-    /// Another server event this module subscribed to (see [`super::watch`]).
     fn on_event(event: u64, subevent: u64);
 }
 
-/// The module's configurations, by their index (see [`super::register_configs`]).
+/// The module's configurations, by index.
 pub trait Configs {
     fn get(index: usize) -> String;
-    /// The error is what `CONFIG SET` answers.
     fn set(index: usize, value: &str) -> Result<(), String>;
 }
 
@@ -77,12 +71,12 @@ pub enum InfoValue {
     Text(&'static CStr),
 }
 
-/// The module's INFO section (see [`super::register_info`]): its fields, in order.
+/// The module's INFO section, its fields in order.
 pub trait InfoSection {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)>;
 }
 
-/// Load and unload, through the exported symbols (see [`crate::export_module!`]).
+/// Load and unload, through the exported symbols ([`crate::export_module!`]).
 pub trait Module {
     /// MODULE LOAD / `loadmodule` with its arguments; the error is the log line saying why not.
     fn load(ctx: *mut RawCtx, args: &[&[u8]]) -> Result<(), String>;
@@ -124,7 +118,7 @@ pub fn on_unload<M: Module>(ctx: *mut RawCtx) -> c_int {
     }
 }
 
-/// Exports the two symbols the server looks up in the library, for `$module` (a [`Module`]).
+/// Exports the two symbols the server looks up, for `$module` (a [`Module`]).
 #[macro_export]
 macro_rules! export_module {
     ($module:ty, $name:expr, $version:expr) => {
@@ -156,7 +150,7 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     let Some(call) = Ctx::of(ctx) else { return ERR };
     // SAFETY: ctx is the context of this call.
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
-        // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS checks): no client here.
+        // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS): no client here.
         // SAFETY: the server passes argc live argument strings for this call.
         let args = unsafe { call.lazy_args(argv, argc) };
         let positions = KeyPositions(call);
@@ -203,24 +197,11 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             return;
         }
         // Read on demand: a call without options needs only its first few.
-        let args: Vec<FilterArg<'_>> = (0..count)
-            .map(|pos| FilterArg {
-                filter: &filter,
-                pos,
-            })
-            .collect();
+        let args: Vec<FilterArg<'_>> = (0..count).map(|pos| FilterArg(&filter, pos)).collect();
         let changes = H::filter(&args);
         // Every argument in place before any change: new ones made, the command's own retained.
-        let prepared: Option<Vec<Vec<OwnedString>>> = changes
-            .iter()
-            .map(|change| {
-                change
-                    .with
-                    .iter()
-                    .map(|piece| filter.prepare(piece))
-                    .collect()
-            })
-            .collect();
+        let prepare = |change: &ArgsChange| change.with.iter().map(|p| filter.prepare(p)).collect();
+        let prepared: Option<Vec<Vec<OwnedString>>> = changes.iter().map(prepare).collect();
         let Some(prepared) = prepared else {
             return;
         };
@@ -244,35 +225,30 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
     });
 }
 
-/// Argument `pos` of the command being filtered, read when asked for (before any change).
-struct FilterArg<'f> {
-    filter: &'f Filter,
-    pos: c_int,
-}
+/// Argument `.1` of the command being filtered, read when asked for (before any change).
+struct FilterArg<'f>(&'f Filter, c_int);
 
 impl AsRef<[u8]> for FilterArg<'_> {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: pos is below the command's argument count, read before any change is made.
-        unsafe { self.filter.arg(self.pos) }.unwrap_or_default()
+        // SAFETY: .1 is below the command's argument count, read before any change is made.
+        unsafe { self.0.arg(self.1) }.unwrap_or_default()
     }
 }
 
-/// The live context of the command being filtered.
 struct Filter {
     raw: *mut raw::RedisModuleCommandFilterCtx,
     api: &'static Api,
 }
 
 impl Filter {
-    /// The bytes of argument `pos` (one of the command's), valid until that argument changes.
+    /// The bytes of argument `pos`, valid until that argument changes.
     unsafe fn arg<'a>(&self, pos: c_int) -> Option<&'a [u8]> {
         // SAFETY: the caller's contract; the string is owned by the command.
         let arg = unsafe { (self.api.command_filter_arg_get)(self.raw, pos) };
         (!arg.is_null()).then(|| Arg::of(self.api, arg).bytes())
     }
 
-    /// The string `piece` stands for, ours to hand over: made, or the command's own argument
-    /// retained (read before any change).
+    /// The string `piece` stands for, ours to hand over: made, or the command's own retained.
     fn prepare(&self, piece: &Piece) -> Option<OwnedString> {
         match piece {
             Piece::New(bytes) => OwnedString::from_bytes(self.api, bytes),
@@ -286,13 +262,11 @@ impl Filter {
         }
     }
 
-    /// Makes `change` with its arguments `with`, whose positions exist; false if the server
-    /// refused a step (it cannot).
+    /// Makes `change` with its arguments `with`, whose positions exist; false if a step failed.
     unsafe fn change(&self, change: &ArgsChange, with: Vec<OwnedString>) -> bool {
         let (at, count, added) = (change.at, change.replaced, with.len());
         let pos = |index: usize| c_int::try_from(at + index).ok();
-        // Replace, then insert what is left, or delete what is left from its end (deleting the
-        // last arguments moves nothing: a rewrite that drops most of a call stays linear).
+        // Replace, then insert what is left, or delete what is left from its end (moving nothing).
         let placed = with.into_iter().enumerate().all(|(index, arg)| {
             // SAFETY: the position exists (the caller's contract).
             pos(index).is_some_and(|pos| unsafe { self.put(pos, arg, index < count) })
@@ -306,7 +280,7 @@ impl Filter {
             })
     }
 
-    /// Replaces argument `pos` (one of the command's) with `string`, or inserts it; false if not.
+    /// Replaces argument `pos` with `string`, or inserts it; false if not.
     unsafe fn put(&self, pos: c_int, string: OwnedString, replace: bool) -> bool {
         let put = if replace {
             self.api.command_filter_arg_replace
@@ -322,8 +296,8 @@ impl Filter {
     }
 }
 
-/// The string last shown of each configuration (room for four): the server copies it at once;
-/// freed when the next replaces it.
+/// The string last shown of each configuration (room for four): the server copies it at once, so
+/// it is freed when the next replaces it.
 static SHOWN: [AtomicPtr<RedisModuleString>; 4] = [const { AtomicPtr::new(null_mut()) }; 4];
 
 pub(super) unsafe extern "C" fn config_get<C: Configs>(

@@ -9,7 +9,6 @@ use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
 use super::api::{log, Api, LogLevel, API};
 
-/// A "where are the keys" call (flag `getkeys-api`).
 pub struct KeyPositions<'call>(pub(super) Ctx<'call>);
 
 impl KeyPositions<'_> {
@@ -28,10 +27,7 @@ impl KeyPositions<'_> {
             }
         }
     }
-}
 
-impl KeyPositions<'_> {
-    /// The server's clock, as the command reads it ([`Ctx::now_ms`]).
     pub fn now_ms(&self) -> i64 {
         self.0.now_ms()
     }
@@ -52,7 +48,7 @@ pub struct Ctx<'call> {
     _call: PhantomData<&'call mut RedisModuleCtx>,
 }
 
-/// One command argument, borrowed from the server for the length of the call.
+/// One command argument, borrowed from the server for the call.
 #[derive(Clone, Copy)]
 pub struct Arg<'call> {
     pub(super) ptr: *mut RedisModuleString,
@@ -79,8 +75,7 @@ impl<'call> Arg<'call> {
     }
 }
 
-/// A command argument read only when looked at: where the server asks where a call's keys are
-/// (Redis 8.6 asks twice a call), only the leading arguments are read, not every key and value.
+/// A command argument read only when looked at (where the server asks for a call's keys).
 #[derive(Clone, Copy)]
 pub struct LazyArg<'call> {
     api: &'call Api,
@@ -93,8 +88,7 @@ impl AsRef<[u8]> for LazyArg<'_> {
     }
 }
 
-/// A call's argument strings. Safety: as [`Ctx::args`]; each borrows them for no longer than the
-/// call.
+/// A call's argument strings. Safety: as [`Ctx::args`].
 unsafe fn raw_args<'call>(
     argv: *mut *mut RedisModuleString,
     argc: c_int,
@@ -133,7 +127,7 @@ pub struct ContextFlags {
 }
 
 impl<'call> Ctx<'call> {
-    /// A called-back command's context; `None` before the module API lookup (never once loaded).
+    /// A called-back context; `None` before the module API lookup (never once loaded).
     pub(super) fn of(raw: *mut RedisModuleCtx) -> Option<Ctx<'call>> {
         API.get().map(|api| Ctx {
             raw,
@@ -153,10 +147,7 @@ impl<'call> Ctx<'call> {
         raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
     }
 
-    /// As [`Ctx::args`], each read only when looked at.
-    ///
-    /// # Safety
-    /// As [`Ctx::args`].
+    /// As [`Ctx::args`], each read only when looked at. Safety: as [`Ctx::args`].
     pub(super) unsafe fn lazy_args(
         &self,
         argv: *mut *mut RedisModuleString,
@@ -179,7 +170,6 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// The server's clock in unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         // SAFETY: no arguments; reads the server clock.
         unsafe { (self.api.milliseconds)() }
@@ -199,7 +189,7 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Tells WATCH and client-side caching that `key` changed (see [`super::set_module_options`]).
+    /// Tells WATCH and client-side caching that `key` changed.
     pub fn signal_modified(&self, key: Arg<'call>) {
         // SAFETY: ctx and key are live for the call; always returns OK.
         unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
@@ -215,7 +205,6 @@ impl<'call> Ctx<'call> {
         unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
     }
 
-    /// A string owned by the module (not by the call).
     pub fn string(&self, bytes: &[u8]) -> Option<OwnedString> {
         OwnedString::from_bytes(self.api, bytes)
     }
@@ -233,7 +222,6 @@ impl<'call> Ctx<'call> {
     }
 }
 
-/// One protocol word the module sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Word {
     Text(&'static [u8]),
@@ -259,8 +247,7 @@ impl OwnedString {
         OwnedString::new(ptr, api)
     }
 
-    /// Another reference to `ptr` (a string the server owns, live): ours to free or hand over.
-    /// Safety: `ptr` is a live string.
+    /// Another reference to the string `ptr`, ours to free or hand over. Safety: `ptr` is live.
     pub(super) unsafe fn retained(api: &'static Api, ptr: *mut RedisModuleString) -> OwnedString {
         // SAFETY: the caller's contract; a NULL ctx increments its reference count.
         unsafe { (api.retain_string)(null_mut(), ptr) };

@@ -38,7 +38,6 @@ pub fn config_number(ctx: *mut RawCtx, name: &CStr) -> Option<i64> {
             return Some(value);
         }
     }
-    // By CONFIG GET: [name, value].
     let reply = Ctx::of(ctx)?.call(c"CONFIG", &[b"GET", name.to_bytes()])?;
     let value = reply.get(1)?.as_deref()?;
     String::from_utf8_lossy(value).trim().parse().ok()
@@ -72,15 +71,13 @@ pub fn original_command_name(ctx: *mut RawCtx, name: &str) -> Option<bool> {
     Some(false)
 }
 
-/// `COMMAND GETKEYS <call>`: the keys the server reads from `call`; `None` if it answered no list
-/// (an error: unknown command, no keys, COMMAND renamed away).
+/// `COMMAND GETKEYS <call>`: the keys the server reads from `call`; `None` if it answered no list.
 pub fn command_keys(ctx: *mut RawCtx, call: &[&[u8]]) -> Option<Vec<Vec<u8>>> {
     let args = [&[b"GETKEYS".as_slice()][..], call].concat();
     Ctx::of(ctx)?.call(c"COMMAND", &args)?.into_iter().collect()
 }
 
-/// Whether `CLUSTER GETSLOTMIGRATIONS` lists any slot migration job (Valkey 9+); `None` if it
-/// answered no list (another server, CLUSTER renamed away).
+/// Whether `CLUSTER GETSLOTMIGRATIONS` lists any job (Valkey 9+); `None` if it answered no list.
 pub fn slot_migrations_listed(ctx: *mut RawCtx) -> Option<bool> {
     let jobs = Ctx::of(ctx)?.call(c"CLUSTER", &[b"GETSLOTMIGRATIONS"])?;
     Some(!jobs.is_empty())

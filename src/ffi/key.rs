@@ -27,7 +27,7 @@ pub enum Touch {
 pub struct Key<'ctx> {
     raw: *mut RedisModuleKey,
     api: &'static Api,
-    /// What [`OpenKey::allocation`] got by DMA, for `overwrite`: valid while open, value unchanged.
+    /// What [`OpenKey::allocation`] got by DMA, for `overwrite` (valid while open and unchanged).
     buffer: Option<(*mut u8, usize)>,
     _ctx: PhantomData<&'ctx ()>,
 }
@@ -55,20 +55,16 @@ impl<'c> Key<'c> {
 
 /// An open key as `crate::write` uses it: [`Key`], or the unit tests' store.
 pub trait OpenKey<A> {
-    /// What the key holds, with one type lookup.
     fn contents(&self) -> Contents;
-    /// The buffer's allocation, once made private; `None` unless a non-empty string of `len` bytes.
+    /// The buffer's allocation, once made private; `None` unless a string of `len` (> 0) bytes.
     fn allocation(&mut self, len: usize) -> Option<sds::Allocation>;
-    /// Writes `bytes` over the string value of the same length in place.
+    /// Writes `bytes` over the same-length string value in place.
     fn overwrite(&mut self, bytes: &[u8]) -> bool;
-    /// Stores `value` (the TTL is cleared).
     fn set(&mut self, value: A) -> bool;
-    /// The absolute expiry, if the key exists and has one.
     fn deadline(&self) -> Option<i64>;
-    /// Sets the TTL from the server's command time snapshot where it has one, as SET; the deadline.
+    /// Sets the TTL from the command's time snapshot where there is one, as SET; the deadline.
     fn expire_in(&mut self, ms: i64) -> Option<i64>;
     fn expire_at(&mut self, at: i64) -> bool;
-    /// Removes the TTL, as SET without an expiry option does.
     fn persist(&mut self) -> bool;
     /// The LFU counter, when the eviction policy is LFU.
     fn lfu(&self) -> Option<i64>;
@@ -133,7 +129,6 @@ impl<'c> OpenKey<Arg<'c>> for Key<'c> {
         true
     }
 
-    /// The server keeps its own reference to `value`.
     fn set(&mut self, value: Arg<'c>) -> bool {
         // SAFETY: raw is an open write handle and value a live string.
         unsafe { (self.api.string_set)(self.raw, value.ptr) == OK }

@@ -26,6 +26,6 @@ pub use facts::{
 pub use key::{Contents, Key, OpenKey, Touch};
 pub use register::{
     create_command, key_specs_available, register_configs, register_info, set_acl_categories,
-    set_command_info, set_module_options, watch, Optional,
+    set_command_info, set_module_options, watch,
 };
 pub use sds::Allocation;

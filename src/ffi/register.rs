@@ -41,9 +41,7 @@ pub fn set_module_options(
     if atomic_slot_migration && known & ATOMIC_SLOT_MIGRATION != 0 {
         options |= ATOMIC_SLOT_MIGRATION;
     }
-    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it (Valkey): what the
-    // module replicates (SET, MSETEX, its own commands) is checked at load, so the server need
-    // not look each command up again by name (it still does while a slot migrates).
+    // VALKEYMODULE_OPTIONS_SKIP_COMMAND_VALIDATION, if the server knows it (checked at load).
     const SKIP_COMMAND_VALIDATION: c_int = 1 << 4;
     if skip_command_validation && known & SKIP_COMMAND_VALIDATION != 0 {
         options |= SKIP_COMMAND_VALIDATION;
@@ -75,9 +73,8 @@ fn checked<T>(status: c_int, done: T, why: impl FnOnce() -> String) -> Result<T,
     (status == OK).then_some(done).ok_or_else(why)
 }
 
-/// Registers each of `configs` (name, default) as the string configuration `msetex.<name>`, read
-/// and set through `C` by its index, then has the server set them from the config file or
-/// `MODULE LOADEX ... CONFIG`; nothing where the server has no module configurations (Redis 6.2).
+/// Registers `configs` (name, default) as string configurations `msetex.<name>` through `C` by
+/// index, then loads them; nothing where the server has none (Redis 6.2).
 pub fn register_configs<C: Configs>(
     ctx: *mut RawCtx,
     configs: &[(CString, CString)],
@@ -103,8 +100,7 @@ pub fn register_configs<C: Configs>(
 }
 
 /// Subscribes `H` to role changes, loading, cron, shutdown and `event` (if any), and makes it the
-/// command filter (every command but the module's own calls); false if the server cannot deliver
-/// one of them.
+/// command filter; false if the server cannot deliver one of them.
 pub fn watch<H: Hooks>(ctx: *mut RawCtx, event: Option<u64>) -> bool {
     API.get().is_some_and(|api| {
         let events = [
@@ -136,24 +132,16 @@ pub fn register_info<I: InfoSection>(ctx: *mut RawCtx) -> Result<(), String> {
     checked(status, (), || "RedisModule_RegisterInfoFunc failed".into())
 }
 
-/// What happened to an optional registration (`Unsupported`: the API function is missing).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Optional {
-    Done,
-    Unsupported,
-}
-
-/// Whether the module API can register key specifications (Redis 7.0+, Valkey).
 pub fn key_specs_available() -> bool {
     API.get()
         .is_some_and(|api| api.set_command_info.is_some() && api.get_command.is_some())
 }
 
-/// Attaches COMMAND DOCS / INFO data to `name`.
-pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Optional, String> {
+/// Attaches COMMAND DOCS / INFO data to `name`; `Ok(false)` where the module API cannot.
+pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<bool, String> {
     let api = api()?;
     let Some((command, set_info)) = command(ctx, name, api, api.set_command_info)? else {
-        return Ok(Optional::Unsupported);
+        return Ok(false);
     };
     // The arrays the server reads live in `arena` until the call returns; it copies what it keeps.
     let mut arena: Vec<Vec<CommandArg>> = Vec::new();
@@ -185,7 +173,7 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<Op
     };
     // SAFETY: command is live; command_info and all it points to outlive this call.
     let status = unsafe { set_info(command, &command_info) };
-    checked(status, Optional::Done, || {
+    checked(status, true, || {
         "RedisModule_SetCommandInfo rejected the command info (see the log above)".to_owned()
     })
 }
@@ -208,7 +196,7 @@ fn command<F>(
     Ok(Some((command, set)))
 }
 
-/// The terminator of an argument array (all zero, as in C), and every argument's unset fields.
+/// The terminator of an argument array (all zero), and every argument's unset fields.
 // SAFETY: every field is a pointer (NULL) or an integer.
 const ARG_END: CommandArg = unsafe { std::mem::zeroed() };
 
@@ -316,10 +304,8 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
     }
 }
 
-/// A key spec that is not a key (`NOT_KEY`: every server skips it where it reads keys, before it
-/// looks at `INCOMPLETE`) and is incomplete: the server flags the command `movablekeys` (being a
-/// keynum spec, it leaves the legacy positions to the first spec: a plain range's, or none beside
-/// a step-2 range), and a client that reads key specs (redis-py 8.2) asks COMMAND GETKEYS.
+/// A key spec that is not a key and is incomplete: the command is `movablekeys`, and clients ask
+/// COMMAND GETKEYS (DESIGN.md, "What clients see"); a keynum spec leaves the legacy positions be.
 const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
     notes: c"Not a key: the first key specification describes the call after the module's command \
              filter; ask COMMAND GETKEYS about a call as sent."
@@ -341,23 +327,23 @@ const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySp
     },
 };
 
-/// The terminator of a key spec array: all zero, as in C (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
+/// The terminator of a key spec array: all zero (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
 // SAFETY: every field is a pointer (NULL), an integer or a union of integers.
 const KEY_SPEC_END: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
 
-/// Puts the command in ACL categories (Redis 7.2+).
+/// Puts the command in ACL categories (Redis 7.2+); `Ok(false)` where the module API cannot.
 pub fn set_acl_categories(
     ctx: *mut RawCtx,
     name: &CStr,
     categories: &CStr,
-) -> Result<Optional, String> {
+) -> Result<bool, String> {
     let api = api()?;
     let Some((command, set)) = command(ctx, name, api, api.set_command_acl_categories)? else {
-        return Ok(Optional::Unsupported);
+        return Ok(false);
     };
     // SAFETY: command is live; categories is NUL-terminated and parsed at once.
     let status = unsafe { set(command, categories.as_ptr()) };
-    checked(status, Optional::Done, || {
+    checked(status, true, || {
         let categories = categories.to_string_lossy();
         format!("RedisModule_SetCommandACLCategories refused '{categories}'")
     })

@@ -1,7 +1,6 @@
-//! A string value's allocation, from the sds header before its `RedisModule_StringDMA` buffer (sds
-//! in every supported server: Redis 3.2 to 8.x, Valkey): types 5, 8 and 16 (below 64 KiB) only.
+//! A string value's allocation, from the sds header before its `RedisModule_StringDMA` buffer
+//! (every supported server's): types 5, 8 and 16 (below 64 KiB) only.
 
-/// What an sds header says about its allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocation {
     /// A 1-byte header (strings below 32 bytes): allocated exactly, no room to grow in place.

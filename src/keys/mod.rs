@@ -1,7 +1,5 @@
-//! Where a call's keys are, and how the server learns them (DESIGN.md, "Where the keys are"), in
-//! one place: the decision at load from what the server answered ([`Reading`]), the command's
-//! registration (flags, arity, key specs), the command filter's rewrite and the load's check
-//! (`rewrite.rs`), and per call: the call as the server passed it, and the getkeys callback.
+//! Where a call's keys are, and how the server learns them (DESIGN.md, "Where the keys are"); the
+//! filter's rewrite and the load's check are in `rewrite.rs`.
 
 use std::ffi::CStr;
 
@@ -13,43 +11,27 @@ use crate::syntax::{Request, Syntax, ARITY};
 
 mod rewrite;
 
-/// The keyword after which the keys of a call the command filter marked are (`Reading::Marked`).
-/// No option, time or numkeys is; a call with it among its arguments is refused where the server
-/// reads keys before the filter (`rewrite.rs`).
+/// The keyword after which a marked call's keys are (`Reading::Marked`); no option, time or
+/// numkeys is.
 pub const MARK: &CStr = c"\x01keys\x01";
 
-/// The built-in's keynum spec, where the server said it reads its step.
-const KEYNUM_COMPLETE: KeySpec = KeySpec::Keynum {
-    index: 1,
-    step: 2,
-    incomplete: false,
-};
-
-/// How the server reads a call's keys, decided once per load ([`Keys::new`]).
+/// How the server reads a call's keys, decided once per load (DESIGN.md's table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
-    /// The server asks the module (`getkeys-api`): exact for every call. Where the server never
-    /// asks from an I/O thread and key specs cannot do as well: in cluster mode (the callback
-    /// routes), without key specs (Redis 6.2), on Valkey outside cluster mode (its scripts skip
-    /// command filters).
+    /// The server asks the module (`getkeys-api`), where no I/O thread asks and key specs cannot
+    /// do as well.
     Callback,
-    /// The NUMKEYS form's keynum spec, which the server said it reads with its step: every call as
-    /// sent; no filter.
+    /// The NUMKEYS form's keynum spec, which the server said it reads with its step.
     Keynum,
-    /// The command filter marks every call: `<name> MARK key value ... <the rest packed>`, and a
-    /// key spec finds the keys after the mark (a call without it has no keys: the command refuses
-    /// it, and a call the command refuses is rewritten without it, so the command gives its error
-    /// as outside cluster mode). Redis: its filters see every call, scripts' too, and before it
-    /// routes, Redis 8.2+ reads keys only from the call as sent, where no mark is yet.
+    /// The filter marks every call, `<name> MARK key value ... <the rest packed>`, and a key spec
+    /// finds the keys after the mark (Redis).
     Marked,
-    /// Keys from 2 to the end, the filter moving every other argument (options, values) into
-    /// argument 1: Valkey routes a module command by its legacy key range, read on I/O threads
-    /// in cluster mode. A call the command refuses becomes `<name> <refused>`.
+    /// The filter moves every argument but the keys into argument 1, and keys go from 2 to the end:
+    /// Valkey routes by the legacy key range in cluster mode.
     KeysOnly,
 }
 
 impl Reading {
-    /// The one decision: from the server's answers and what its version says it does.
     fn decide(syntax: Syntax, profile: &Profile) -> Reading {
         let keynum = syntax == Syntax::Numkeys && profile.keynum_step == KeynumStep::Read;
         if !profile.key_specs {
@@ -72,7 +54,6 @@ impl Reading {
         }
     }
 
-    /// `INFO msetex`'s `keys` field.
     pub fn label(self) -> &'static CStr {
         match self {
             Reading::Callback => c"callback",
@@ -83,15 +64,13 @@ impl Reading {
     }
 }
 
-/// How this deployment's calls get their keys to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keys {
     pub syntax: Syntax,
     pub reading: Reading,
     /// The server's answer about the keynum step (the NUMKEYS spec is complete only on `Read`).
     pub step: KeynumStep,
-    /// Cluster mode: where the server routes by keys read before the filter, a call that holds
-    /// the mark is refused.
+    /// Cluster mode, where a marked call that holds the mark is refused.
     pub cluster: bool,
 }
 
@@ -105,19 +84,22 @@ impl Keys {
         }
     }
 
-    /// Whether the command filter rewrites every call of this deployment.
     pub fn rewrites(&self) -> bool {
         matches!(self.reading, Reading::Marked | Reading::KeysOnly)
     }
 
-    /// Whether the command filter rewrites calls of this deployment (the load needs it): every
-    /// call, or where the server reads the NUMKEYS form's keynum spec, only calls the command
-    /// refuses (whose keys would route them: CROSSSLOT where the command's own error is due).
+    /// Whether the command filter rewrites calls: every call, or beside a complete keynum spec,
+    /// calls the command refuses (whose keys would route them: CROSSSLOT before its own error).
     pub fn filters(&self) -> bool {
-        self.rewrites() || self.docs().spec == KEYNUM_COMPLETE
+        self.rewrites() || self.keynum_complete()
     }
 
-    /// The flags MSETEX registers with: a getkeys callback only where the server may call it.
+    fn keynum_complete(&self) -> bool {
+        let spec = self.docs().spec;
+        matches!(spec, KeySpec::Keynum { incomplete, .. } if !incomplete)
+    }
+
+    /// A getkeys callback only where the server may call it.
     pub fn flags(&self) -> &'static CStr {
         match self.reading {
             Reading::Callback => c"write deny-oom getkeys-api",
@@ -125,9 +107,7 @@ impl Keys {
         }
     }
 
-    /// The least argument count the server lets through (negative: at least): the form's, but
-    /// where the legacy key range routes (`KeysOnly`), whose call refused by the filter must be
-    /// `<name> <refused>` to have no keys.
+    /// The arity: the form's, but -2 for `KeysOnly` (so a refused `<name> <refused>` has no keys).
     pub fn arity(&self) -> i32 {
         match self.reading {
             Reading::KeysOnly => -2,
@@ -135,9 +115,8 @@ impl Keys {
         }
     }
 
-    /// MSETEX's key specification, as COMMAND INFO shows it: each call as a client sends it, or,
-    /// where the first spec describes the call after the filter, a second one that is not a key
-    /// and is incomplete, so that clients ask COMMAND GETKEYS (which the filter rewrites too).
+    /// MSETEX's key specs: of each call as sent, or of the call after the filter and a second one
+    /// telling clients to ask COMMAND GETKEYS (DESIGN.md, "What clients see").
     pub fn docs(&self) -> KeyDocs {
         let keynum = |incomplete| KeyDocs {
             spec: KeySpec::Keynum {
@@ -186,8 +165,8 @@ impl Keys {
         }
     }
 
-    /// The load's line on how the server learns a call's keys, and why (`io_threads_assumed`:
-    /// io-threads could not be read, and taken as above 1 decided it).
+    /// The load's line on how the server learns a call's keys (`io_threads_assumed`: io-threads
+    /// could not be read, and taken as above 1 decided it).
     pub fn load_note(&self, io_threads_assumed: bool) -> String {
         let how = match self.reading {
             Reading::Callback => {
@@ -228,12 +207,9 @@ impl Keys {
         format!("keys: {how}{threads}{step}")
     }
 
-    /// Validates a call as the server passes it (as the filter rewrote it, if it did), with the
-    /// values the filter moved into argument 1 (`Layout::KeysOnly`; none where they are
-    /// arguments). Unless `trusted` (the replication stream, the AOF), its keys must be where the
-    /// server read them: where the filter rewrites, a call that reached the command as sent (a
-    /// script's on Valkey) had its keys read from the specification of a rewritten one, and is
-    /// refused.
+    /// Validates a call as the server passes it (as the filter rewrote it), with the values the
+    /// filter moved into argument 1 (`Layout::KeysOnly`). Unless `trusted` (replication, AOF), a
+    /// call that skipped a rewriting filter (a Valkey script's) is refused: its keys were unread.
     pub fn read<'a, A: AsRef<[u8]>>(
         &self,
         argv: &'a [A],
@@ -261,9 +237,8 @@ impl Keys {
         }
     }
 
-    /// Answers the server's "where are the keys" call. A call the command refuses declares no
-    /// keys (no CROSSSLOT or key pattern error before its own refusal): it is parsed as the
-    /// command parses it, with the server's clock (a relative TTL must not overflow it).
+    /// Answers the server's "where are the keys" call; a call the command refuses (parsed with
+    /// the server's clock, as the command does) declares none, so gets its own error.
     pub fn declare<A: AsRef<[u8]>>(&self, positions: &KeyPositions, args: &[A]) {
         if let Ok(request) = self.syntax.parse(args, positions.now_ms()) {
             for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {

@@ -1,31 +1,29 @@
 //! The command filter's rewrite of a call (and of `COMMAND GETKEYS` / `ACL DRYRUN` about one), the
 //! argument it packs, and the load's check that the server then reads exactly the call's keys.
 //!
-//! A packed argument: a mark byte, then each argument it holds as `<length>:<bytes>`. Mark 0: the
-//! arguments of a marked call that are not pairs (the time or numkeys and the options), the first
-//! item saying how many of them stood before the pairs; mark 1: the same, then the values, for a
-//! call rewritten to its keys; mark 2: a call the command refuses, every argument after its name.
-//! No option, time or numkeys starts with one of these bytes, so the filter refuses a client's
-//! call that does, and the command reads only what the filter wrote.
+//! A packed argument: a [`Mark`] byte, then each argument it holds as `<length>:<bytes>`. No
+//! option, time or numkeys starts with a mark byte: the command reads only what the filter wrote.
 
 use std::ops::Range;
 
 use super::{Keys, Reading, MARK};
-use crate::docs::KeySpec;
 use crate::ffi::{ArgsChange, Piece};
 use crate::outcome;
 use crate::syntax::{Layout, ParseError, Request, Syntax};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mark {
+    /// A marked call's arguments that are not pairs, after how many stood before the pairs.
     Options = 0,
+    /// The same, then the values, for a call rewritten to its keys.
     KeysOnly = 1,
+    /// A call the command refuses: every argument after its name.
     Refused = 2,
 }
 
 impl Keys {
-    /// Whether the filter may rewrite command `name` (it runs before every command: a few
-    /// comparisons): MSETEX where the filter rewrites, COMMAND GETKEYS and ACL DRYRUN about it.
+    /// Whether the filter may rewrite command `name`: MSETEX where it rewrites, COMMAND GETKEYS
+    /// and ACL DRYRUN about it.
     pub fn filter_wants(&self, ours: &str, name: &[u8]) -> bool {
         let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
         let filters = self.filters();
@@ -33,14 +31,10 @@ impl Keys {
             || ((filters || self.syntax == Syntax::Ttl) && is(b"COMMAND"))
     }
 
-    /// Rewrites a command naming MSETEX (`ours`) so that the key specification finds exactly its
-    /// keys, in one pass (arguments replaced in place, dropped or added at the end): marks them
-    /// (`Reading::Marked`) or moves everything else into argument 1 (`Reading::KeysOnly`), and
-    /// replaces a call the command refuses with `<name> <refused>` (padded to the arity), which has
-    /// no keys: the command then gives its error, as outside cluster mode, and no ACL key pattern
-    /// or slot check sees its values. A call shorter than the arity is left to the server.
-    /// `COMMAND GETKEYS` of a typed client's numkeys call gets the TTL form's refusal as the name
-    /// of an unknown command (a cluster client shows it).
+    /// Rewrites a command naming MSETEX (`ours`) so that the key spec finds exactly its keys, in
+    /// one pass (DESIGN.md, "Where the keys are"); a call the command refuses becomes `<name>
+    /// <refused>`, padded to the arity. `COMMAND GETKEYS` of a typed client's numkeys call gets
+    /// the TTL form's refusal as the name of an unknown command (a cluster client shows it).
     pub fn rewrite<A: AsRef<[u8]>>(&self, ours: &str, args: &[A]) -> Vec<ArgsChange> {
         let Some((at, routed)) = locate(ours, args) else {
             return Vec::new();
@@ -75,8 +69,7 @@ impl Keys {
         if !self.rewrites() {
             return Vec::new();
         }
-        // Where the server routes by keys it read before this filter, from the spec, a mark the
-        // client sent would have started them.
+        // Where the server routes by keys read before this filter, a client's mark starts them.
         let marked = |arg: &A| {
             let arg = arg.as_ref();
             let arg = arg.split(|b| *b == 0).next().unwrap_or_default();
@@ -117,24 +110,15 @@ impl Keys {
         ]
     }
 
-    /// The load's last check, once MSETEX is registered, wherever the server reads its keys from
-    /// a key specification: asks the server (`getkeys`: `COMMAND GETKEYS`) which keys it reads from
-    /// a call with options, rewritten as the filter rewrites a client's.
-    /// Anything but exactly the call's keys refuses the load (the error is the log line). A
-    /// server that cannot be asked (COMMAND renamed away) refuses it where the keynum spec is
-    /// taken as complete; the other specs are read as the server reads its own commands'.
+    /// The load's last check where the server reads keys from a key spec: which keys `getkeys`
+    /// (`COMMAND GETKEYS`) reads from a call with options, rewritten as the filter would; anything
+    /// but exactly its keys refuses the load (DESIGN.md, "Loading").
     pub fn check(
         &self,
         ours: &str,
         getkeys: impl FnOnce(&[&[u8]]) -> Option<Vec<Vec<u8>>>,
     ) -> Result<(), String> {
-        let keynum = matches!(
-            self.docs().spec,
-            KeySpec::Keynum {
-                incomplete: false,
-                ..
-            }
-        );
+        let keynum = self.keynum_complete();
         if self.reading == Reading::Callback && !keynum {
             return Ok(());
         }
@@ -145,21 +129,15 @@ impl Keys {
             Syntax::Ttl => [&[name][..], options, &[a, b"1", b, b"2"]].concat(),
             Syntax::Numkeys => [&[name, b"2", a, b"1", b, b"2"][..], options].concat(),
         };
-        let mut command: Vec<Vec<u8>> = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call]
-            .concat()
-            .into_iter()
-            .map(<[u8]>::to_vec)
-            .collect();
-        let sent = command.clone();
+        let words = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call].concat();
+        let sent: Vec<Vec<u8>> = words.into_iter().map(<[u8]>::to_vec).collect();
+        let mut command = sent.clone();
         for change in self.rewrite(ours, &sent) {
             change.apply(&mut command, &sent);
         }
         let asked: Vec<&[u8]> = command.iter().skip(2).map(Vec::as_slice).collect();
         let shown = |words: &[&[u8]]| {
-            let words: Vec<String> = words
-                .iter()
-                .map(|w| String::from_utf8_lossy(w).into_owned())
-                .collect();
+            let words: Vec<_> = words.iter().map(|w| String::from_utf8_lossy(w)).collect();
             words.join(" ")
         };
         match getkeys(&asked) {
@@ -186,7 +164,6 @@ impl Keys {
     }
 }
 
-/// The keys of the call [`Keys::check`] asks about.
 const PROBE_KEYS: [&[u8]; 2] = [b"{msetex}a", b"{msetex}b"];
 
 /// Where a call of MSETEX is in the command (0; COMMAND GETKEYS: 2; ACL DRYRUN: 3), and whether
@@ -210,8 +187,7 @@ fn locate<A: AsRef<[u8]>>(ours: &str, args: &[A]) -> Option<(usize, bool)> {
     }
 }
 
-/// The packed argument of `mark`: `before` (how many moved arguments stood before the pairs),
-/// then `args`.
+/// The packed argument of `mark`: `before` (if any), then `args`.
 fn encode<A: AsRef<[u8]>>(mark: Mark, before: Option<usize>, args: &[A]) -> Vec<u8> {
     let size = args.iter().map(|a| a.as_ref().len() + 4).sum::<usize>();
     let mut packed = Vec::with_capacity(24 + size);
@@ -236,7 +212,6 @@ fn encode<A: AsRef<[u8]>>(mark: Mark, before: Option<usize>, args: &[A]) -> Vec<
 fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     let start = out.len();
     loop {
-        // `n % 10` is one digit: the cast keeps it whole.
         out.push(b'0' + (n % 10) as u8);
         n /= 10;
         if n == 0 {
@@ -276,12 +251,9 @@ fn length(bytes: &[u8]) -> Option<(usize, &[u8])> {
     None
 }
 
-/// A call the filter rewrote, as the command reads it.
 pub(super) enum Unpacked<'a> {
     /// A call the filter refused: the original call.
     Refused(Vec<&'a [u8]>),
-    /// The original call, and where its pairs must be for the keys to be where the server read
-    /// them.
     Moved(Moved<'a>),
 }
 
@@ -297,7 +269,7 @@ pub(super) struct Moved<'a> {
 
 impl Moved<'_> {
     /// The original's request, with the pairs where they are in the rewritten call (`Syntax`
-    /// error where they are not: a hand-made packed argument that holds keys).
+    /// error where the original's are elsewhere: a hand-made packed argument).
     pub(super) fn parse(&self, syntax: Syntax, now_ms: i64) -> Result<Request, ParseError> {
         let request = syntax.parse(&self.original, now_ms)?;
         if request.pairs != self.pairs {
@@ -311,7 +283,6 @@ impl Moved<'_> {
     }
 }
 
-/// `argv` as the filter rewrote it for `reading`, if it did.
 pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unpacked<'_>> {
     let name = argv.first()?.as_ref();
     let first = argv.get(1)?.as_ref();

@@ -18,7 +18,7 @@ pub fn words(expiry: Resolved) -> Vec<Word> {
 }
 
 /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value [key value ...]`: a call already decided
-/// (no NX/XX), its deadline in absolute unix ms, its keys where its key spec says.
+/// (no NX/XX).
 pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
     if argv.len() < 4 || !argv.len().is_multiple_of(2) {
         return Err(ParseError::WrongArity);
@@ -42,7 +42,7 @@ pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
     })
 }
 
-/// The docs of `<name>.apply`: keys exactly at 2, 4, ..., without a getkeys callback.
+/// The docs of `<name>.apply`: keys exactly at 2, 4, ... (no getkeys callback).
 pub fn docs() -> Docs {
     Docs {
         summary: c"Applies an MSETEX call as REPLICATE MSETEX replicated it (replicas, the AOF, \
@@ -56,7 +56,6 @@ pub fn docs() -> Docs {
     }
 }
 
-/// `<unix-time-milliseconds | KEEPTTL | PERSIST> key value [key value ...]`
 const ARGS: &[Arg] = &[
     one_of(
         c"expiration",

@@ -4,32 +4,29 @@
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
-/// Who may receive replicated commands besides the AOF (read on every call): a SYNC/PSYNC, role
-/// change or load ends "nobody" at once; only an `INFO replication` probe (cron) sets it again.
+/// Who may receive replicated commands besides the AOF: a SYNC/PSYNC, role change or load ends
+/// "nobody" at once; only an `INFO replication` probe (cron) sets it again.
 static LISTENERS: AtomicU8 = AtomicU8::new(NOT_WATCHED);
 
-/// Not every signal that can announce a backlog (events, command filter) is in place: a probe's
-/// answer could go stale unnoticed, so it is never trusted.
+/// Not every signal that can announce a listener is in place: a probe is never trusted.
 const NOT_WATCHED: u8 = 0;
 /// Watched, but not proven that nobody listens.
 const POSSIBLE: u8 = 1;
-/// The last probe proved nobody (no replica, no backlog) can receive, and nothing since changed it.
+/// The last probe proved nobody can receive, and nothing since changed it.
 const NOBODY: u8 = 2;
 
 /// The fields of `INFO replication` that decide whether replication is fed (`shouldPropagate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicationInfo {
-    /// `role:master` (a replica never feeds its own replication stream).
     pub is_primary: bool,
     pub connected_replicas: i64,
     pub backlog_active: bool,
 }
 
-/// The `INFO replication` fields [`ReplicationInfo::from_fields`] reads.
 pub const PROBED_FIELDS: [&str; 3] = ["role", "connected_slaves", "repl_backlog_active"];
 
 impl ReplicationInfo {
-    /// From `INFO replication` (field, value) pairs; `None` if a field is missing or unreadable.
+    /// `None` if a field is missing or unreadable.
     pub fn from_fields(fields: &[(&str, String)]) -> Option<ReplicationInfo> {
         let [role, replicas, backlog] = PROBED_FIELDS.map(|name| {
             let field = fields.iter().find(|(field, _)| *field == name);
@@ -46,7 +43,6 @@ impl ReplicationInfo {
 /// Slot exports under way (atomic slot migration): they stream what the module replicates.
 static EXPORTS: AtomicU32 = AtomicU32::new(0);
 
-/// A slot export started (it ends "nobody" until it ends), or ended.
 pub fn on_slot_export(started: bool) {
     if started {
         EXPORTS.fetch_add(1, Ordering::Relaxed);
@@ -61,17 +57,17 @@ pub fn set_watching(ok: bool) {
     LISTENERS.store(if ok { POSSIBLE } else { NOT_WATCHED }, Ordering::Relaxed);
 }
 
-/// A SYNC/PSYNC is about to run, a role changed or a data set loads: a listener may appear.
+/// A listener may appear (SYNC/PSYNC, role change, loading).
 pub fn on_listener_may_appear() {
     let _ = LISTENERS.compare_exchange(NOBODY, POSSIBLE, Ordering::Relaxed, Ordering::Relaxed);
 }
 
-/// SYNC and PSYNC, any case: the commands that make a client a replica (and create the backlog).
+/// SYNC and PSYNC, any case: the commands that make a client a replica.
 pub fn is_replication_handshake(command: &[u8]) -> bool {
     command.eq_ignore_ascii_case(b"PSYNC") || command.eq_ignore_ascii_case(b"SYNC")
 }
 
-/// Cron tick: re-probe with `probe` (reads `INFO replication`; `None` if a field is missing).
+/// Cron tick: re-probe with `probe` (`INFO replication`).
 pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
     if LISTENERS.load(Ordering::Relaxed) == NOT_WATCHED {
         return;
@@ -82,8 +78,7 @@ pub fn on_cron(probe: impl FnOnce() -> Option<ReplicationInfo>) {
     LISTENERS.store(if proven { NOBODY } else { POSSIBLE }, Ordering::Relaxed);
 }
 
-/// Nothing can receive a replicated command now: no AOF (`aof_on`, exact) nor replica, backlog or
-/// slot export.
+/// Nothing can receive a replicated command now: no AOF (`aof_on`), replica, backlog or export.
 pub fn nobody_listens(aof_on: bool) -> bool {
     !aof_on && LISTENERS.load(Ordering::Relaxed) == NOBODY && EXPORTS.load(Ordering::Relaxed) == 0
 }

@@ -4,7 +4,7 @@ use std::ffi::{CStr, CString};
 
 use crate::server::{Profile, ServerCommand};
 
-/// The load argument `REPLICATE`: what goes to replicas and the AOF for one call.
+/// What goes to replicas and the AOF for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replicate {
     /// Each key as `SET key value PXAT ms` (default).
@@ -14,7 +14,7 @@ pub enum Replicate {
 }
 
 impl Replicate {
-    /// `set` or `msetex` (`INFO msetex`; in upper case, the load argument).
+    /// `INFO msetex`'s `replicate` (upper case: the load argument).
     pub fn label(self) -> &'static CStr {
         match self {
             Replicate::Set => c"set",
@@ -28,8 +28,7 @@ impl Replicate {
 pub struct Replication {
     pub mode: Replicate,
     pub sent: Sent,
-    /// `<name>.changes`, with which a call counts its key-API writes in one go (every call that
-    /// replicates as one command, every call on Redis 6.2, every call of many pairs).
+    /// `<name>.changes`, with which a call counts its key-API writes in one go.
     pub counter: Option<CString>,
     /// Redis 6.2: changes are counted at the end of a call even where nobody listens.
     pub counts_at_end: bool,
@@ -43,7 +42,6 @@ pub enum Sent {
     PerCall { command: CString, form: CallForm },
 }
 
-/// The shape of the one command a call is replicated as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallForm {
     /// `<name>.apply <deadline | KEEPTTL | PERSIST> key value ...`; its key spec locates its keys.
@@ -53,7 +51,6 @@ pub enum CallForm {
 }
 
 impl Replication {
-    /// `numkeys_as_msetex`: the NUMKEYS form is registered as `msetex`.
     pub fn decide(
         mode: Replicate,
         numkeys_as_msetex: bool,
@@ -81,7 +78,7 @@ impl Replication {
         })
     }
 
-    /// `<name>.apply`, where calls are sent as it (the load registers it).
+    /// `<name>.apply`, where calls are sent as it.
     pub fn apply(&self) -> Option<&CStr> {
         match &self.sent {
             Sent::PerCall { command, form } if *form == CallForm::Apply => Some(command),
@@ -89,7 +86,7 @@ impl Replication {
         }
     }
 
-    /// The server command sent, which the load checks exists (or a call could write unreplicated).
+    /// The server command sent, which the load checks exists.
     pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
         match &self.sent {
             Sent::PerKey => Some((
@@ -104,7 +101,6 @@ impl Replication {
         }
     }
 
-    /// What the log says at load time.
     pub fn load_note(&self) -> Option<String> {
         match &self.sent {
             Sent::PerKey => None,

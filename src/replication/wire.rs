@@ -22,15 +22,13 @@ pub trait Link<A> {
 }
 
 /// From how many pairs a call counts its changes with one call of the counter rather than one
-/// `RedisModule_ReplicateVerbatim` per key: inside the counter's nested call it costs 26
-/// instructions, not 39, but the nested call itself about 3,100 (callgrind, Valkey 8.1.1).
+/// `RedisModule_ReplicateVerbatim` per key (DESIGN.md, "Changes for RDB save points").
 const COUNT_AT_END_FROM: usize = 256;
 
 /// What this call sends, decided once when the call starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sends<'w> {
-    /// Nobody listens: count each key-API change, or all at the end on Redis 6.2 and in a call of
-    /// [`COUNT_AT_END_FROM`] pairs or more.
+    /// Nobody listens: count each key-API change, or all at the end (`at_end`).
     CountOnly { at_end: bool },
     /// Each key as `SET key value <expiry>`, which counts it.
     PerKey,
@@ -38,8 +36,8 @@ enum Sends<'w> {
     PerCall(&'w CStr, CallForm),
 }
 
-/// One call's replication, told of each key written (in argument order). Dropped without
-/// [`Wire::finish`] (an abort, or a panic), it sends what was written all the same.
+/// One call's replication, told of each key written (in argument order). Dropped unfinished (an
+/// abort, or a panic), it sends what was written all the same.
 pub struct Wire<'w, A: Copy, L: Link<A>> {
     link: L,
     sends: Sends<'w>,
@@ -47,11 +45,9 @@ pub struct Wire<'w, A: Copy, L: Link<A>> {
     pairs: &'w [A],
     written: usize,
     sent: usize,
-    /// Key-API writes no command counted yet.
     uncounted: usize,
-    /// The deadline the written keys got (known once the first is written).
     expiry: Option<Resolved>,
-    /// That deadline as SET's options, made once.
+    /// The deadline the written keys got, as SET's options, made once.
     set_options: Vec<Word>,
     ended: bool,
 }
@@ -88,8 +84,8 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
     }
 
     /// Sends the written pairs not sent yet (as the call's one command where calls go as one, else
-    /// or on failure as `SET` each), then counts the changes left: a failing counter only delays
-    /// save points.
+    /// or on failure as `SET` each), then counts the changes left (a failing counter only delays
+    /// save points).
     fn send_written(&mut self) -> Result<(), Abort> {
         if let (Sends::PerCall(command, form), Some(expiry)) = (self.sends, self.expiry) {
             if self.sent < self.written && self.send_call(command, form, expiry) {
@@ -109,7 +105,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         Ok(())
     }
 
-    /// The written pairs not sent as one command of the call's form.
     fn send_call(&mut self, command: &CStr, form: CallForm, expiry: Resolved) -> bool {
         let pairs = self
             .pairs
@@ -127,7 +122,6 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         sent
     }
 
-    /// The first pair not sent as `SET key value <expiry>`.
     fn send_set(&mut self) -> bool {
         let pair = self.pairs.get(2 * self.sent..2 * self.sent + 2);
         let (Some(pair), Some(expiry)) = (pair, self.expiry) else {
@@ -157,8 +151,7 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
         if by == WrittenBy::ReplicatedCommand {
             return;
         }
-        // A key left with another expiry than the keys waiting (a deadline that failed): those
-        // go first, with theirs.
+        // A key left with another expiry than the keys waiting (a failed deadline): those go first.
         if self.expiry.is_some_and(|pending| pending != expiry) {
             let _ = self.send_written();
         }
@@ -180,8 +173,8 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
     }
 
     fn vanished(&mut self, _key: A) {
-        // What waits goes first; this pair is skipped (a waiting pair that could not be sent
-        // keeps it waiting, and the call reports the failure).
+        // What waits goes first; this pair is skipped (if what waits could not be sent, it keeps
+        // waiting, and the call reports the failure).
         let _ = self.send_written();
         if self.sent == self.written {
             self.sent += 1;
@@ -193,8 +186,8 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
 /// Set only while MSETEX itself calls its changes counter: a client calling it gets an error.
 static COUNTER_ARMED: AtomicBool = AtomicBool::new(false);
 
-/// `<name>.changes n`: counts `n` changes for RDB save points. MSETEX calls it without
-/// replication, so the server drops what `RedisModule_ReplicateVerbatim` queues.
+/// `<name>.changes n`: counts `n` changes for RDB save points (called without replication, so
+/// the server drops what `RedisModule_ReplicateVerbatim` queues).
 pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
     let count = match args {
         [_, count] if COUNTER_ARMED.load(Ordering::Relaxed) => parse_i64(count.bytes()),
@@ -217,7 +210,6 @@ pub struct CtxLink<'c> {
 }
 
 impl<'c> CtxLink<'c> {
-    /// `counter`: the changes counter's name, where it is registered.
     pub fn new(ctx: &'c Ctx<'c>, counter: Option<&'c CStr>) -> CtxLink<'c> {
         CtxLink {
             ctx,

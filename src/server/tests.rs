@@ -1,6 +1,52 @@
 use super::*;
 use crate::server::KeynumStep;
 
+impl Server {
+    /// A `product` from version `from` and before `before` (the unit tests' expectations per
+    /// server kind; version comparisons stay in `server`).
+    pub fn is(&self, product: Product, from: (u32, u32), before: Option<(u32, u32)>) -> bool {
+        let (major, minor, _) = self.version;
+        self.product == product
+            && (major, minor) >= from
+            && before.is_none_or(|before| (major, minor) < before)
+    }
+}
+
+impl Environment {
+    /// `self` with the answers `server` gives the load's questions (the servers as measured).
+    pub fn answered_by(self, server: &Server) -> Environment {
+        let redis = server.product == Product::Redis;
+        let builtin = server.has_builtin_msetex();
+        let serving = builtin && self.callable.has(ServerCommand::Msetex);
+        Environment {
+            builtin_listed: Some(builtin),
+            // Redis 8.4.0 to 8.4.3 read a keynum spec without its step (fixed in 8.4.4).
+            keynum_step: serving.then_some(!(redis && server.version < (8, 4, 4))),
+            key_specs: !(redis && server.version < (7, 0, 0)),
+            slot_migrations_at_load: Some(false),
+            acl: if redis && server.version < (7, 0, 0) {
+                AclCheck::CommandName
+            } else if redis && server.version < (7, 2, 0) {
+                AclCheck::Capability
+            } else {
+                AclCheck::Categories
+            },
+            ..self
+        }
+    }
+}
+
+impl Callable {
+    /// Every command there (what the unit tests start from).
+    pub const ALL: Callable = Callable([true; 3]);
+
+    /// The same set without `command` (as `rename-command command ""`).
+    pub fn without(mut self, command: ServerCommand) -> Callable {
+        self.0 = ServerCommand::ALL.map(|other| other != command && self.has(other));
+        self
+    }
+}
+
 /// Parses INFO text into a field lookup, as the server's INFO reply.
 fn from_info(text: &str) -> Option<Server> {
     Server::identify(|name| {

@@ -1,6 +1,5 @@
-//! The two syntaxes of MSETEX (load argument `SYNTAX TTL | NUMKEYS`), told apart only here: each
-//! one's grammar in `ttl.rs`, `numkeys.rs`, what they share in `options.rs`. Pure, property-tested
-//! without a server (`tests.rs`).
+//! The two syntaxes of MSETEX (`SYNTAX TTL | NUMKEYS`), told apart only here; pure and
+//! property-tested (`tests.rs`).
 
 use std::ffi::CStr;
 
@@ -16,14 +15,13 @@ pub use options::{
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
-    /// The default.
     Ttl,
     Numkeys,
 }
 
 impl Syntax {
-    /// Validates a whole call as sent, `argv` with the command name; `now_ms` (unix ms) only
-    /// checks that a relative TTL does not overflow.
+    /// Validates a whole call as sent (with the command name); `now_ms` only checks that a relative
+    /// TTL does not overflow.
     pub fn parse<A: AsRef<[u8]>>(self, argv: &[A], now_ms: i64) -> Result<Request, ParseError> {
         match self {
             Syntax::Ttl => ttl::parse(argv, now_ms),
@@ -31,8 +29,7 @@ impl Syntax {
         }
     }
 
-    /// COMMAND DOCS and COMMAND INFO, the keys where `keys` says (`keys.rs`); the NUMKEYS form
-    /// carries the built-in's tips where its keys are a keynum spec.
+    /// COMMAND DOCS and COMMAND INFO, the keys where `keys` says.
     pub fn docs(self, keys: KeyDocs) -> Docs {
         let (summary, since, args) = match self {
             Syntax::Ttl => (ttl::SUMMARY, c"1.0.0", ttl::ARGS),
@@ -53,7 +50,7 @@ impl Syntax {
         }
     }
 
-    /// `ttl` or `numkeys` (`INFO msetex`; in upper case, the load argument).
+    /// `INFO msetex`'s `syntax` (upper case: the load argument).
     pub fn label(self) -> &'static CStr {
         match self {
             Syntax::Ttl => c"ttl",

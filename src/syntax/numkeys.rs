@@ -1,6 +1,5 @@
-//! `SYNTAX NUMKEYS`, the built-in of Redis 8.4+ and Valkey 9.1+ with their grammar (Redis 8.6.3):
-//! `MSETEX numkeys key value ... [NX | XX] [EX | PX | EXAT | PXAT time | KEEPTTL]`, options parsed
-//! like SET's (a repeat is allowed, the last time wins), and its COMMAND DOCS.
+//! `SYNTAX NUMKEYS`, the built-in's grammar (Redis 8.6.3): `MSETEX numkeys key value ... [NX | XX]
+//! [EX | PX | EXAT | PXAT time | KEEPTTL]`, options parsed like SET's (the last time wins).
 
 use std::ffi::CStr;
 use std::ops::Range;
@@ -12,8 +11,7 @@ use super::options::{
 use super::options::{CONDITION, DATA};
 use crate::docs::{one_of, plain, token, valued, Arg, ArgKind};
 
-/// The built-in's COMMAND INFO tips (Redis 8.6.3): a cluster client may send the keys of each
-/// shard to that shard, and the call succeeded where every part did.
+/// The built-in's COMMAND INFO tips (Redis 8.6.3).
 pub(super) const TIPS: &CStr = c"request_policy:multi_shard response_policy:all_succeeded";
 
 /// Checks in the built-in's order: numkeys, pair count, option syntax, then the time's value.
@@ -58,7 +56,6 @@ pub(super) fn pairs<A: AsRef<[u8]>>(argv: &[A]) -> Result<Range<usize>, ParseErr
     Ok(2..2 + 2 * numkeys)
 }
 
-/// The expiry option of the NUMKEYS form, with the argv index of its time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ExpiryOption {
     None,
@@ -67,7 +64,7 @@ pub(super) enum ExpiryOption {
 }
 
 /// The options after the pairs, by SET's rules: NX/XX exclude each other, as do the units and
-/// KEEPTTL; a unit needs a following argument (its time, read later); the rest is a syntax error.
+/// KEEPTTL; a unit needs a following argument (its time, read later).
 pub(super) fn options<A: AsRef<[u8]>>(
     argv: &[A],
     from: usize,
@@ -106,7 +103,6 @@ pub(super) fn options<A: AsRef<[u8]>>(
 pub(super) const SUMMARY: &CStr = c"Sets multiple keys to multiple values, with an optional \
     shared expiration, atomically (the numkeys form of Redis 8.4 and Valkey 9.1).";
 
-/// The NUMKEYS form's arguments for COMMAND DOCS (its grammar: `syntax`).
 pub(super) const ARGS: &[Arg] = &[
     plain(c"numkeys", ArgKind::Integer),
     DATA,

@@ -1,5 +1,4 @@
-//! What both syntaxes share: [`Request`], the errors, option keywords, time checks, Redis's
-//! integer syntax and COMMAND DOCS parts.
+//! What both syntaxes share: [`Request`], the errors, keywords, time checks, integers, docs parts.
 
 use std::ffi::CStr;
 use std::ops::Range;
@@ -27,7 +26,7 @@ pub const DATA: Arg = Arg {
     ..plain(c"data", ArgKind::Block)
 };
 
-/// Why a call was refused before any write; one error reply each (`outcome::parse_error_text`).
+/// Why a call was refused before any write (`outcome::parse_error_text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
     WrongArity,
@@ -55,7 +54,6 @@ pub enum Condition {
     AllExist,
 }
 
-/// The reply to a call that wrote its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ack {
     /// `+OK`: the TTL form without NX/XX, like MSET and SET.
@@ -64,20 +62,18 @@ pub enum Ack {
     One,
 }
 
-/// Where a call's values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// Keys and values alternate in `pairs`.
     Pairs,
-    /// `pairs` holds the keys only; the values are in argv[1] (`Syntax::packed_values`).
+    /// `pairs` holds the keys only; the values are in argv[1].
     KeysOnly,
 }
 
 /// A validated call: all the write step needs besides the key and value arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// argv indexes of the pairs: keys and values alternate from `start` (or, by `layout`, the
-    /// keys only).
+    /// argv indexes of the pairs (or, by `layout`, of the keys only).
     pub pairs: Range<usize>,
     pub layout: Layout,
     pub condition: Condition,
@@ -97,7 +93,6 @@ pub(super) enum TimeUnit {
     UnixMilliseconds,
 }
 
-/// One option keyword of either form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Keyword {
     Condition(Condition),
@@ -106,7 +101,6 @@ pub(super) enum Keyword {
 }
 
 impl Keyword {
-    /// Recognises a keyword, ignoring ASCII case.
     pub(super) fn parse(arg: &[u8]) -> Option<Keyword> {
         const KEYWORDS: [(&[u8], Keyword); 7] = [
             (b"NX", Keyword::Condition(Condition::NoneExist)),
@@ -124,8 +118,8 @@ impl Keyword {
     }
 }
 
-/// `time` as an [`Expiry`] by `SET ... EX/PX/EXAT/PXAT`'s range rules: zero, negative, or a
-/// deadline overflowing a signed 64-bit millisecond clock is an invalid expire time.
+/// `time` as an [`Expiry`] by SET's range rules: zero, negative, or a deadline overflowing an i64
+/// millisecond clock is an invalid expire time.
 pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, ParseError> {
     if time <= 0 {
         return Err(ParseError::InvalidExpireTime);
@@ -143,9 +137,8 @@ pub(super) fn expiry(unit: TimeUnit, time: i64, now_ms: i64) -> Result<Expiry, P
     }
 }
 
-/// Whether [`parse_i64`] takes `bytes`, eight digits at a time: the write path asks it of every
-/// value, and a digit at a time cost as much as the rest of an integer's bookkeeping. Inlined,
-/// the first byte rules out most other values without a call.
+/// Whether [`parse_i64`] takes `bytes`, eight digits at a time (the write path asks it of every
+/// value); inlined, the first byte rules out most other values without a call.
 #[inline]
 pub fn is_i64(bytes: &[u8]) -> bool {
     match bytes.first() {
@@ -168,7 +161,6 @@ fn is_i64_from_first_byte(bytes: &[u8]) -> bool {
     }
 }
 
-/// Whether every byte is an ASCII digit.
 fn all_digits(bytes: &[u8]) -> bool {
     // Each byte 0x30..=0x39: its high nibble is 3, and adding 6 leaves it 3 (0x3a.. become 0x4_;
     // no byte carries into the next once every high nibble is 3).
@@ -196,9 +188,8 @@ fn all_digits(bytes: &[u8]) -> bool {
     digits_at(last)
 }
 
-/// Parses a base-10 i64 exactly as Redis's `string2ll`: optional `-`, no `+`, spaces or leading
-/// zeros, at most 20 bytes; `None` otherwise (overflow too). The same rule decides which values
-/// Redis stores as `int`, so the write path reuses it.
+/// Parses a base-10 i64 exactly as Redis's `string2ll` (which also decides which values Redis
+/// stores as `int`): optional `-`, no `+`, spaces or leading zeros, at most 20 bytes.
 pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
     let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
     // Only "0" may start with 0: this rejects "", "-", "-0", "01", "+1" (which `parse` takes).
@@ -206,7 +197,7 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
     if bytes.len() > 20 || !canonical {
         return None;
     }
-    // One pass: every value of a call comes here. 19 digits fit a u64 without overflow.
+    // One pass; 19 digits fit a u64 without overflow.
     let mut magnitude: u64 = 0;
     for digit in digits {
         let value = digit.wrapping_sub(b'0');

@@ -1,5 +1,4 @@
-//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`, and
-//! its COMMAND DOCS.
+//! `SYNTAX TTL`, the default: `MSETEX [NX | XX] [EX | PX | EXAT | PXAT] time key value ...`.
 
 use std::ffi::CStr;
 
@@ -20,7 +19,11 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
         return Err(ParseError::WrongArity);
     }
     // The options end at the first argument that is none (KEEPTTL is none here).
-    let count = leading_options(argv);
+    let is_option = |arg: &&A| {
+        let keyword = Keyword::parse(arg.as_ref());
+        matches!(keyword, Some(Keyword::Condition(_) | Keyword::Unit(_)))
+    };
+    let count = argv.iter().skip(1).take_while(is_option).count();
     let (condition, unit) = read_options(argv.get(1..1 + count).unwrap_or_default())?;
     let time = argv.get(1 + count).map(AsRef::as_ref);
     let first_key = 2 + count;
@@ -74,20 +77,8 @@ fn read_options<A: AsRef<[u8]>>(options: &[A]) -> Result<(Condition, TimeUnit), 
     ))
 }
 
-/// How many arguments from argv[1] on are options (NX, XX, EX, PX, EXAT, PXAT).
-fn leading_options<A: AsRef<[u8]>>(argv: &[A]) -> usize {
-    let is_option = |arg: &A| {
-        matches!(
-            Keyword::parse(arg.as_ref()),
-            Some(Keyword::Condition(_) | Keyword::Unit(_))
-        )
-    };
-    argv.iter().skip(1).take_while(|arg| is_option(arg)).count()
-}
-
-/// True when the call reads as the NUMKEYS form *with at least one option* (valid numkeys, that
-/// many pairs, valid options), as typed Redis 8.4+ clients send (`MSETEX 2 k v k v EX 60`): the
-/// TTL form would store the options as keys. Without options the forms cannot be told apart.
+/// Whether the call reads as the NUMKEYS form *with at least one option*, as typed Redis 8.4+
+/// clients send (`MSETEX 2 k v k v EX 60`): the TTL form would store the options as keys.
 fn has_numkeys_shape<A: AsRef<[u8]>>(argv: &[A]) -> bool {
     numkeys::pairs(argv)
         .is_ok_and(|pairs| pairs.end < argv.len() && numkeys::options(argv, pairs.end).is_ok())

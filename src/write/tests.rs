@@ -323,14 +323,13 @@ fn write<'s>(
     expiry: Expiry,
 ) -> (usize, Recorder) {
     let pairs: Vec<&[u8]> = pairs.iter().map(|a| a.as_bytes()).collect();
-    let mut deadline = Deadline::new(expiry);
     let mut recorder = Recorder::default();
     let batching = Batching::choose(profile, expiry, NOW);
     let written = write_all(
         &store,
         profile,
         &pairs,
-        &mut deadline,
+        expiry,
         batching,
         false,
         &mut recorder,
@@ -936,17 +935,8 @@ fn run<'s>(
     sent: &Received,
 ) -> Result<usize, Abort> {
     let mut wire = Wire::new(Recording(sent), replication, pairs, false);
-    let mut deadline = Deadline::new(expiry);
     let batching = Batching::choose(profile, expiry, NOW);
-    let written = write_all(
-        &store,
-        profile,
-        pairs,
-        &mut deadline,
-        batching,
-        false,
-        &mut wire,
-    )?;
+    let written = write_all(&store, profile, pairs, expiry, batching, false, &mut wire)?;
     wire.finish()?;
     Ok(written)
 }

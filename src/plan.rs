@@ -7,10 +7,9 @@ use crate::config::{LoadOptions, DEFAULT_COMMAND_NAME};
 use crate::docs::Docs;
 use crate::keys::Keys;
 use crate::loaded::Loaded;
-use crate::replication::{apply, Replication};
-use crate::server::{Builtin, Environment, Profile, Server, ServerCommand};
+use crate::replication::{apply, Replication, Sent};
+use crate::server::{Builtin, Environment, PastDeadline, Profile, Server, ServerCommand};
 use crate::syntax::Syntax;
-use crate::write::Batching;
 
 #[derive(Debug)]
 pub enum Plan {
@@ -129,25 +128,47 @@ fn registrations(module: &Loaded) -> Vec<Registration> {
 }
 
 /// Refuses the load unless every server command a call may run or replicate exists under its name
-/// (so no call writes a key, then fails on a renamed one).
+/// (so no call writes a key, then fails on a renamed one): the write path's, replication's, and
+/// those Redis 7.0's ACL check asks about.
 fn check_commands(
     profile: &Profile,
     replication: &Replication,
     environment: Environment,
 ) -> Result<(), String> {
-    let acl = (profile.acl == AclCheck::Capability).then_some(
-        "asks the server whether the user may run it on the call's keys (MSETEX's ACL check on \
-         Redis 7.0)",
-    );
-    let needs = Batching::commands(profile)
-        .into_iter()
-        .chain(replication.command())
-        .chain(
-            acl.into_iter()
-                .flat_map(|why| [(ServerCommand::Mset, why), (ServerCommand::Set, why)]),
-        );
-    for (command, why) in needs {
-        if !environment.callable.has(command) {
+    use ServerCommand::{Mset, Msetex, Set};
+    let (batch, acl) = (profile.builtin_batch(), profile.acl == AclCheck::Capability);
+    let past = profile.past_deadline == PastDeadline::DecidedBySet;
+    let native = profile.native_replication();
+    let acl_why = "asks the server whether the user may run it on the call's keys (MSETEX's ACL \
+                   check on Redis 7.0)";
+    let needs = [
+        (batch, Msetex, "writes what the key API cannot"),
+        (
+            !batch,
+            Mset,
+            "writes the values the key API cannot store as SET does (integers, strings SET \
+             embeds)",
+        ),
+        (
+            past,
+            Set,
+            "decides, key by key, what a deadline in the past does on this server",
+        ),
+        (
+            replication.sent == Sent::PerKey,
+            Set,
+            "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
+        ),
+        (
+            native,
+            Msetex,
+            "is what replicas and the AOF get where the server runs MSETEX itself",
+        ),
+        (acl, Mset, acl_why),
+        (acl, Set, acl_why),
+    ];
+    for (needed, command, why) in needs {
+        if needed && !environment.callable.has(command) {
             return Err(format!(
                 "this server has no '{}' command under that name (rename-command?), which \
                  MSETEX needs: it {why}; restore the command's name or load the module elsewhere",

@@ -77,24 +77,6 @@ impl Batching {
             _ => Batching::Mset,
         }
     }
-
-    /// The server commands the write path may call here, and why (the load checks each exists).
-    pub fn commands(profile: &Profile) -> Vec<(ServerCommand, &'static str)> {
-        let batch = if profile.builtin_batch() {
-            (ServerCommand::Msetex, "writes what the key API cannot")
-        } else {
-            (
-                ServerCommand::Mset,
-                "writes the values the key API cannot store as SET does (integers, strings SET \
-                 embeds)",
-            )
-        };
-        let set = (profile.past_deadline == PastDeadline::DecidedBySet).then_some((
-            ServerCommand::Set,
-            "decides, key by key, what a deadline in the past does on this server",
-        ));
-        std::iter::once(batch).chain(set).collect()
-    }
 }
 
 /// NX / XX: checks every key before any write as a write command looks it up, without stats,

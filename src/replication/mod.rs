@@ -10,8 +10,8 @@ pub use listeners::{
     on_slot_export, set_watching, ReplicationInfo, PROBED_FIELDS,
 };
 #[cfg(test)]
-pub use modes::{CallForm, Sent};
-pub use modes::{Replicate, Replication};
+pub use modes::CallForm;
+pub use modes::{Replicate, Replication, Sent};
 #[cfg(test)]
 pub use wire::Link;
 pub use wire::{count_changes, CtxLink, Wire};

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, CString};
 
-use crate::server::{Profile, ServerCommand};
+use crate::server::Profile;
 
 /// What goes to replicas and the AOF for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,21 +83,6 @@ impl Replication {
         match &self.sent {
             Sent::PerCall { command, form } if *form == CallForm::Apply => Some(command),
             _ => None,
-        }
-    }
-
-    /// The server command sent, which the load checks exists.
-    pub fn command(&self) -> Option<(ServerCommand, &'static str)> {
-        match &self.sent {
-            Sent::PerKey => Some((
-                ServerCommand::Set,
-                "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
-            )),
-            Sent::PerCall { command, .. } if command.as_c_str() == c"MSETEX" => Some((
-                ServerCommand::Msetex,
-                "is what replicas and the AOF get where the server runs MSETEX itself",
-            )),
-            Sent::PerCall { .. } => None,
         }
     }
 

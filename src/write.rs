@@ -166,12 +166,6 @@ struct Writer<'w, K: Keyspace, S> {
     new_keys_seen: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    New,
-    InPlace,
-}
-
 impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     fn pair(&mut self, at: usize, key: K::Arg, value: K::Arg) -> Result<(), Abort> {
         // Integers and values SET embeds go to the batch unopened (its lookup is the one access;
@@ -190,7 +184,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
         // One access, as SET's own lookup of the key.
         let mut handle = self.open(key, Touch::Yes)?;
-        let Some(path) = self.key_api_path(&mut handle, key, value) else {
+        let Some(in_place) = self.key_api_path(&mut handle, key, value) else {
             // The batch's lookup is a second access: keep the LFU counter this one left.
             let lfu = handle.lfu();
             self.new_keys_seen |=
@@ -204,14 +198,15 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             self.flush()?;
             handle = self.open(key, Touch::No)?;
         }
-        let stored = match path {
-            Written::New => handle.set(value),
-            Written::InPlace => handle.overwrite(value.as_ref()),
+        let stored = if in_place {
+            handle.overwrite(value.as_ref())
+        } else {
+            handle.set(value)
         };
         if !stored {
             return Err(Abort("write the value"));
         }
-        self.key_api_done(handle, key, path == Written::InPlace)
+        self.key_api_done(handle, key, in_place)
     }
 
     fn open(&self, key: K::Arg, touch: Touch) -> Result<K::Key, Abort> {
@@ -226,9 +221,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         })
     }
 
-    /// How the key API writes `key` as SET would, if it can: a new key, or in place (a same-length
-    /// string SET would not embed, in a buffer as compact as a fresh one).
-    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<Written> {
+    /// Whether the key API writes `key` as SET would in place (a same-length string SET would not
+    /// embed, in a buffer as compact as a fresh one) or as a new key; `None` if it cannot.
+    fn key_api_path(&self, handle: &mut K::Key, key: K::Arg, value: K::Arg) -> Option<bool> {
         let len = value.as_ref().len();
         let kept_ttl = |handle: &K::Key| self.expiry == Expiry::Keep && handle.deadline().is_some();
         match handle.contents() {
@@ -236,7 +231,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 if !self.profile.new_keys_by_mset()
                     && (self.batching != Batching::Builtin || !self.embeds(key, value, false)) =>
             {
-                Some(Written::New)
+                Some(false)
             }
             Contents::String(found)
                 if found == len
@@ -247,7 +242,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                         .allocation(len)
                         .is_some_and(|allocation| sizing::as_compact_as_fresh(allocation, len)) =>
             {
-                Some(Written::InPlace)
+                Some(true)
             }
             _ => None,
         }

@@ -146,13 +146,24 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<bo
     // The arrays the server reads live in `arena` until the call returns; it copies what it keeps.
     let mut arena: Vec<Vec<CommandArg>> = Vec::new();
     let args = command_args(docs.args, &mut arena);
+    let written = raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE;
     let mut key_specs = [
-        key_spec(docs.keys.spec, docs.keys.notes),
+        key_spec(docs.keys.spec, docs.keys.notes, written),
         KEY_SPEC_END,
         KEY_SPEC_END,
     ];
     if docs.keys.ask_getkeys {
-        key_specs[1] = ASK_GETKEYS;
+        // Not a key, and incomplete: the command is `movablekeys`, and clients ask COMMAND GETKEYS
+        // (DESIGN.md, "What clients see"); a keynum spec leaves the legacy positions be.
+        let spec = KeySpec::Keynum {
+            index: 1,
+            step: 1,
+            incomplete: true,
+        };
+        let not_key = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_NOT_KEY;
+        let notes = c"Not a key: the first key specification describes the call after the \
+                      module's command filter; ask COMMAND GETKEYS about a call as sent.";
+        key_specs[1] = key_spec(spec, Some(notes), not_key);
     }
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
@@ -241,7 +252,11 @@ fn arg_type(kind: ArgKind) -> raw::RedisModuleCommandArgType {
     }
 }
 
-fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleCommandKeySpec {
+fn key_spec(
+    spec: KeySpec,
+    notes: Option<&'static CStr>,
+    mut flags: u32,
+) -> raw::RedisModuleCommandKeySpec {
     let range = |lastkey, keystep| Fk {
         range: FkRange {
             lastkey,
@@ -289,7 +304,6 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
             (begin, false, FK_RANGE, range(last, step))
         }
     };
-    let mut flags = raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE;
     if incomplete {
         flags |= raw::REDISMODULE_CMD_KEY_INCOMPLETE;
     }
@@ -303,29 +317,6 @@ fn key_spec(spec: KeySpec, notes: Option<&'static CStr>) -> raw::RedisModuleComm
         fk,
     }
 }
-
-/// A key spec that is not a key and is incomplete: the command is `movablekeys`, and clients ask
-/// COMMAND GETKEYS (DESIGN.md, "What clients see"); a keynum spec leaves the legacy positions be.
-const ASK_GETKEYS: raw::RedisModuleCommandKeySpec = raw::RedisModuleCommandKeySpec {
-    notes: c"Not a key: the first key specification describes the call after the module's command \
-             filter; ask COMMAND GETKEYS about a call as sent."
-        .as_ptr(),
-    flags: (raw::REDISMODULE_CMD_KEY_RO
-        | raw::REDISMODULE_CMD_KEY_NOT_KEY
-        | raw::REDISMODULE_CMD_KEY_INCOMPLETE) as u64,
-    begin_search_type: BS_INDEX,
-    bs: Bs {
-        index: BsIndex { pos: 1 },
-    },
-    find_keys_type: FK_KEYNUM,
-    fk: Fk {
-        keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
-            keynumidx: 0,
-            firstkey: 1,
-            keystep: 1,
-        },
-    },
-};
 
 /// The terminator of a key spec array: all zero (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
 // SAFETY: every field is a pointer (NULL), an integer or a union of integers.

@@ -305,26 +305,21 @@ pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unp
     let (before, moved) = moved.split_first().filter(|_| found == mark)?;
     let before: usize = std::str::from_utf8(before).ok()?.parse().ok()?;
     let (head, rest) = (moved.get(..before)?, moved.get(before..)?);
-    let (tail, values) = match mark {
-        Mark::KeysOnly => rest.split_at(rest.len().checked_sub(after.len())?),
-        _ => (rest, &[][..]),
-    };
-    let pairs: Vec<&[u8]> = match mark {
-        Mark::KeysOnly => after
+    let (tail, values, pairs, layout) = if mark == Mark::KeysOnly {
+        let (tail, values) = rest.split_at(rest.len().checked_sub(after.len())?);
+        let pairs = after
             .iter()
             .zip(values)
-            .flat_map(|(key, value)| [*key, *value])
-            .collect(),
-        _ => after.to_vec(),
+            .flat_map(|(key, value)| [*key, *value]);
+        (tail, values, pairs.collect(), Layout::KeysOnly)
+    } else {
+        (rest, &[][..], after.to_vec(), Layout::Pairs)
     };
     let start = 1 + head.len();
     let moved = Moved {
         pairs: start..start + pairs.len(),
         rewritten: 2..2 + after.len(),
-        layout: match mark {
-            Mark::KeysOnly => Layout::KeysOnly,
-            _ => Layout::Pairs,
-        },
+        layout,
         original: std::iter::once(name)
             .chain(head.iter().copied())
             .chain(pairs)

@@ -90,7 +90,7 @@ fn write(
     now_ms: i64,
 ) -> Result<Reply, Failure> {
     let mut wire = Wire::new(
-        CtxLink::new(ctx, module.replication.counter.as_deref()),
+        CtxLink::new(ctx, &module.replication.counter),
         &module.replication,
         pairs,
         replication::nobody_listens(flags.aof),

@@ -115,15 +115,13 @@ fn registrations(module: &Loaded) -> Vec<Registration> {
         let (name, docs) = (command.to_owned(), apply::docs());
         commands.push(documented(name, Role::Apply, c"write deny-oom", docs));
     }
-    if let Some(counter) = &module.replication.counter {
-        commands.push(Registration {
-            name: counter.clone(),
-            role: Role::ChangesCounter,
-            flags: c"readonly fast no-monitor no-slowlog allow-loading allow-stale",
-            legacy_keys: (0, 0, 0),
-            docs: None,
-        });
-    }
+    commands.push(Registration {
+        name: module.replication.counter.clone(),
+        role: Role::ChangesCounter,
+        flags: c"readonly fast no-monitor no-slowlog allow-loading allow-stale",
+        legacy_keys: (0, 0, 0),
+        docs: None,
+    });
     commands
 }
 

@@ -154,8 +154,8 @@ fn every_server_kind_gets_msetex_and_what_its_replication_needs() {
                         assert_eq!(apply.legacy_keys, (2, -1, 2), "{what}");
                     }
                     assert_eq!(
-                        plan.module.replication.counter.is_some(),
-                        expected.contains(&Role::ChangesCounter),
+                        plan.module.replication.counter.as_c_str(),
+                        c"app.msetex.changes",
                         "{what}"
                     );
                     // No slot migration job at load: "nobody listens" can be proven everywhere.

@@ -29,7 +29,7 @@ pub struct Replication {
     pub mode: Replicate,
     pub sent: Sent,
     /// `<name>.changes`, with which a call counts its key-API writes in one go.
-    pub counter: Option<CString>,
+    pub counter: CString,
     /// Redis 6.2: changes are counted at the end of a call even where nobody listens.
     pub counts_at_end: bool,
 }
@@ -68,13 +68,11 @@ impl Replication {
             }
             Replicate::Msetex => call(named(".apply")?, CallForm::Apply),
         };
-        let counts_at_end = profile.verbatim_copies_call;
-        let counter = Some(named(".changes")?);
         Ok(Replication {
             mode,
             sent,
-            counter,
-            counts_at_end,
+            counter: named(".changes")?,
+            counts_at_end: profile.verbatim_copies_call,
         })
     }
 

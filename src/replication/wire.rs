@@ -205,12 +205,12 @@ pub fn count_changes(ctx: &Ctx<'_>, args: &[Arg<'_>]) -> Reply {
 /// The module API as a call's [`Link`]; keeps the strings of the last tail (one per call).
 pub struct CtxLink<'c> {
     ctx: &'c Ctx<'c>,
-    counter: Option<&'c CStr>,
+    counter: &'c CStr,
     tail: Option<(Vec<Word>, Vec<OwnedString>)>,
 }
 
 impl<'c> CtxLink<'c> {
-    pub fn new(ctx: &'c Ctx<'c>, counter: Option<&'c CStr>) -> CtxLink<'c> {
+    pub fn new(ctx: &'c Ctx<'c>, counter: &'c CStr) -> CtxLink<'c> {
         CtxLink {
             ctx,
             counter,
@@ -247,11 +247,8 @@ impl<'c> Link<Arg<'c>> for CtxLink<'c> {
     }
 
     fn count_changes(&mut self, n: usize) -> bool {
-        let Some(counter) = self.counter else {
-            return false;
-        };
         COUNTER_ARMED.store(true, Ordering::Relaxed);
-        let counted = self.ctx.call_without_replication(counter, n);
+        let counted = self.ctx.call_without_replication(self.counter, n);
         COUNTER_ARMED.store(false, Ordering::Relaxed);
         counted
     }
@@ -293,7 +290,7 @@ mod tests {
             let replication = Replication {
                 mode: Replicate::Set,
                 sent: Sent::PerKey,
-                counter: Some(CString::from(c"m.changes")),
+                counter: CString::from(c"m.changes"),
                 counts_at_end: redis_6,
             };
             let flat: Vec<usize> = (0..2 * pairs).collect();

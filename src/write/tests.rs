@@ -807,7 +807,7 @@ fn a_call_stopped_anywhere_leaves_replicas_equal_to_the_primary() {
                 let replication = &Replication {
                     mode: Replicate::Set,
                     sent: sent.clone(),
-                    counter: Some(CString::from(c"m.changes")),
+                    counter: CString::from(c"m.changes"),
                     counts_at_end: profile.verbatim_copies_call,
                 };
                 // One run without faults tells how many writes, opens, deadlines and replicates
@@ -880,7 +880,7 @@ fn a_failing_part_of_an_integer_batch_leaves_the_parts_before_it_whole_and_sent(
             command: CString::from(c"m.apply"),
             form: CallForm::Apply,
         },
-        counter: Some(CString::from(c"m.changes")),
+        counter: CString::from(c"m.changes"),
         counts_at_end: false,
     };
     for profile in [redis(7, 0), valkey(9, 1)] {

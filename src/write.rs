@@ -295,11 +295,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 self.written += 1;
                 return Ok(());
             }
-            (Some(handle), Err(abort)) => {
+            (handle, set) => {
                 drop(handle);
-                abort
+                set.err().unwrap_or(Abort("open the key"))
             }
-            (None, set) => set.err().unwrap_or(Abort("open the key")),
         };
         self.keyspace.signal(key);
         if holds_a_value(self.keyspace.look(key)) {
@@ -312,9 +311,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     }
 
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {
-        let Some(expiry) = self.expiry.resolved() else {
-            return Err(Abort("resolve the deadline"));
-        };
+        let expiry = self
+            .expiry
+            .resolved()
+            .ok_or(Abort("resolve the deadline"))?;
         self.sink.written(key, by, expiry);
         self.written += 1;
         Ok(())
@@ -346,11 +346,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
                 "remove the expiry",
             ),
         };
-        if set {
-            Ok(expiry)
-        } else {
-            Err(Abort(what))
-        }
+        set.then_some(expiry).ok_or(Abort(what))
     }
 
     /// Puts the pair `at` in the batch, flushed first where it holds the other kind of value, this
@@ -526,11 +522,9 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
             },
             propagation: Propagation::ByModule,
         };
-        if self.keyspace.run(&call, part.flat) {
-            Ok(())
-        } else {
-            Err(Abort("write the keys with the server's command"))
-        }
+        let ran = self.keyspace.run(&call, part.flat);
+        ran.then_some(())
+            .ok_or(Abort("write the keys with the server's command"))
     }
 
     fn deadline_of(&self, key: K::Arg) -> Option<i64> {

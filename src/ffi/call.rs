@@ -6,7 +6,7 @@ use std::ptr::null_mut;
 use libc::{c_char, c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleCallReply, RedisModuleString};
 
-use super::api::{Api, OK};
+use super::api::{Api, RawCtx, OK};
 use super::ctx::{slice, Arg, Ctx, OwnedString, Word};
 
 /// A fresh pair of an MSET call: key, value bytes, length.
@@ -105,8 +105,10 @@ impl<'call> Ctx<'call> {
         let Some(head) = head(flat.len() / 2) else {
             return false;
         };
+        let call = self.api.call;
         // SAFETY: head's strings, the call's arguments and tail's are live.
-        succeeded(unsafe { self.call_argv(command, format, &mut argv(&head, flat, tail)) })
+        let reply = unsafe { self.with_argv(call, command, format, &mut argv(&head, flat, tail)) };
+        succeeded(CallReply::new(reply, self.api))
     }
 
     /// One call of `n` pairs (`fresh_part(n) == n`) whose values the server copies (`b`).
@@ -146,32 +148,28 @@ impl<'call> Ctx<'call> {
         succeeded(CallReply::new(reply, self.api))
     }
 
-    /// Safety: `argv` holds live module strings.
-    unsafe fn call_argv(
+    /// `RedisModule_Call` or `_Replicate` of `command` with `argv`, a "v" argument (after any
+    /// flags in `format`). Safety: `argv` holds live module strings.
+    unsafe fn with_argv<R>(
         &self,
+        function: unsafe extern "C" fn(*mut RawCtx, *const c_char, *const c_char, ...) -> R,
         command: &CStr,
         format: &CStr,
         argv: &mut [*mut RedisModuleString],
-    ) -> Option<CallReply> {
-        // SAFETY: "v" (after flags) takes an array of live module strings and its length.
-        let reply = unsafe {
-            (self.api.call)(
-                self.raw,
-                command.as_ptr(),
-                format.as_ptr(),
-                argv.as_mut_ptr(),
-                argv.len(),
-            )
-        };
-        CallReply::new(reply, self.api)
+    ) -> R {
+        let (command, format, len) = (command.as_ptr(), format.as_ptr(), argv.len());
+        // SAFETY: "v" takes an array of live module strings and its length.
+        unsafe { function(self.raw, command, format, argv.as_mut_ptr(), len) }
     }
 
     /// Runs a server command as the module (no user: no ACL check): its array reply's strings.
     pub fn call(&self, command: &CStr, args: &[&[u8]]) -> Option<Vec<Option<Vec<u8>>>> {
         let strings: Vec<OwnedString> =
             args.iter().map(|a| self.string(a)).collect::<Option<_>>()?;
+        let mut argv = argv(&strings, &[], &[]);
         // SAFETY: the strings are live.
-        let reply = unsafe { self.call_argv(command, c"v", &mut argv(&strings, &[], &[])) }?;
+        let reply = unsafe { self.with_argv(self.api.call, command, c"v", &mut argv) };
+        let reply = CallReply::new(reply, self.api)?;
         let (api, array) = (self.api, reply.ptr);
         // SAFETY: the reply is live until dropped, after this, and so are its items (or NULL).
         unsafe {
@@ -221,16 +219,8 @@ impl<'call> Ctx<'call> {
         tail: &[OwnedString],
     ) -> bool {
         let mut argv = argv(head, pairs, tail);
-        // SAFETY: "v": an array of live module strings and its length; the server refs them.
-        unsafe {
-            (self.api.replicate)(
-                self.raw,
-                name.as_ptr(),
-                c"v".as_ptr(),
-                argv.as_mut_ptr(),
-                argv.len(),
-            ) == OK
-        }
+        // SAFETY: the strings are live; the server refs them.
+        unsafe { self.with_argv(self.api.replicate, name, c"v", &mut argv) == OK }
     }
 
     /// Counts a change for RDB saves where the server drops what is replicated.

@@ -99,7 +99,7 @@ pub fn on_load<M: Module>(
     let loaded = super::api::init_api().and_then(|_| {
         let load = Ctx::of(ctx).ok_or("module API not initialised")?;
         // SAFETY: the server passes argc live load arguments.
-        let args = unsafe { load.args(argv, argc) };
+        let args = unsafe { load.args(argv, argc, Arg::of) };
         let args: Vec<&[u8]> = args.iter().map(|arg| arg.bytes()).collect();
         catch_unwind(AssertUnwindSafe(|| M::load(ctx, &args)))
             .unwrap_or_else(|_| Err("internal error (panic caught)".to_owned()))
@@ -152,13 +152,13 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
         // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS): no client here.
         // SAFETY: the server passes argc live argument strings for this call.
-        let args = unsafe { call.lazy_args(argv, argc) };
+        let args = unsafe { call.args(argv, argc, |api, ptr| LazyArg { api, ptr }) };
         let positions = KeyPositions(call);
         let _ = catch_unwind(AssertUnwindSafe(|| C::declare_keys(&positions, &args)));
         return OK;
     }
     // SAFETY: the server passes argc live argument strings for this call.
-    let args = unsafe { call.args(argv, argc) };
+    let args = unsafe { call.args(argv, argc, Arg::of) };
     let reply = catch_unwind(AssertUnwindSafe(|| C::run(&call, &args))).unwrap_or_else(|_| {
         call.log_warning("msetex: internal error (panic caught), see issue tracker");
         Reply::Error(c"ERR msetex internal error".to_owned())

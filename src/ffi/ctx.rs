@@ -78,23 +78,14 @@ impl<'call> Arg<'call> {
 /// A command argument read only when looked at (where the server asks for a call's keys).
 #[derive(Clone, Copy)]
 pub struct LazyArg<'call> {
-    api: &'call Api,
-    ptr: *mut RedisModuleString,
+    pub(super) api: &'call Api,
+    pub(super) ptr: *mut RedisModuleString,
 }
 
 impl AsRef<[u8]> for LazyArg<'_> {
     fn as_ref(&self) -> &[u8] {
         Arg::of(self.api, self.ptr).bytes
     }
-}
-
-/// A call's argument strings. Safety: as [`Ctx::args`].
-unsafe fn raw_args<'call>(
-    argv: *mut *mut RedisModuleString,
-    argc: c_int,
-) -> &'call [*mut RedisModuleString] {
-    // SAFETY: the caller's contract.
-    unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) }
 }
 
 /// The `len` items at `data`, none if NULL. Safety: a non-null `data` has `len` items for `'a`.
@@ -136,27 +127,17 @@ impl<'call> Ctx<'call> {
         })
     }
 
-    /// Safety: `argv` is NULL or holds `argc` live strings that outlive the call (the server's).
-    pub(super) unsafe fn args(
+    /// The call's arguments, each as `arg` makes it ([`Arg::of`], a [`LazyArg`]). Safety: `argv`
+    /// is NULL or holds `argc` live strings that outlive the call (the server's).
+    pub(super) unsafe fn args<T>(
         &self,
         argv: *mut *mut RedisModuleString,
         argc: c_int,
-    ) -> Vec<Arg<'call>> {
+        arg: impl Fn(&'static Api, *mut RedisModuleString) -> T,
+    ) -> Vec<T> {
         // SAFETY: the caller's contract.
-        let raw_args = unsafe { raw_args(argv, argc) };
-        raw_args.iter().map(|&ptr| Arg::of(self.api, ptr)).collect()
-    }
-
-    /// As [`Ctx::args`], each read only when looked at. Safety: as [`Ctx::args`].
-    pub(super) unsafe fn lazy_args(
-        &self,
-        argv: *mut *mut RedisModuleString,
-        argc: c_int,
-    ) -> Vec<LazyArg<'call>> {
-        // SAFETY: the caller's contract.
-        let raw_args = unsafe { raw_args(argv, argc) };
-        let api = self.api;
-        raw_args.iter().map(|&ptr| LazyArg { api, ptr }).collect()
+        let argv = unsafe { slice(argv, usize::try_from(argc).unwrap_or(0)) };
+        argv.iter().map(|&ptr| arg(self.api, ptr)).collect()
     }
 
     pub(super) fn reply(&self, reply: Reply) -> c_int {

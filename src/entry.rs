@@ -241,10 +241,8 @@ impl ffi::Hooks for Hooks {
             ..
         } = module.profile.slot_export
         {
-            if event == export && subevent == started {
-                replication::on_slot_export(true);
-            } else if event == export && ended.contains(&subevent) {
-                replication::on_slot_export(false);
+            if event == export && (subevent == started || ended.contains(&subevent)) {
+                replication::on_slot_export(subevent == started);
             }
         }
     }

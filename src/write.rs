@@ -5,8 +5,8 @@ use std::ffi::CStr;
 
 use crate::deadline::{self, Expiry, Resolved};
 use crate::ffi::{
-    fresh_part, Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, Touch, Values,
-    Word,
+    fresh_part, Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, ServerWrite,
+    Touch, Values, Word,
 };
 use crate::outcome::Abort;
 use crate::server::{PastDeadline, Profile, ServerCommand};
@@ -27,15 +27,6 @@ pub trait Keyspace {
     fn signal(&self, key: Self::Arg);
     /// Runs the server's command on `pairs`; false if it failed.
     fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerWrite {
-    pub command: &'static CStr,
-    pub head: Head,
-    pub tail: Vec<Word>,
-    pub values: Values,
-    pub propagation: Propagation,
 }
 
 /// How a key was written: what counted it for RDB saves (`server.dirty`), what is left to send.
@@ -706,16 +697,7 @@ impl<'c> Keyspace for Ctx<'c> {
         self.signal_modified(key);
     }
     fn run(&self, call: &ServerWrite, pairs: &[Arg<'c>]) -> bool {
-        self.words(&call.tail).is_some_and(|tail| {
-            self.call_with_pairs(
-                call.command,
-                call.head,
-                pairs,
-                call.values,
-                call.propagation,
-                &tail,
-            )
-        })
+        self.call_with_pairs(call, pairs)
     }
 }
 

@@ -80,26 +80,32 @@ pub enum Propagation {
     ByCommand,
 }
 
+/// The server's `command [numkeys] key value ... tail...`, as the write path runs it on pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerWrite {
+    pub command: &'static CStr,
+    pub head: Head,
+    pub tail: Vec<Word>,
+    pub values: Values,
+    pub propagation: Propagation,
+}
+
 impl<'call> Ctx<'call> {
-    /// Runs the server's `command [numkeys] key value ... tail...` on `flat`; false if it failed.
-    pub fn call_with_pairs(
-        &self,
-        command: &CStr,
-        head: Head,
-        flat: &[Arg<'call>],
-        values: Values,
-        propagation: Propagation,
-        tail: &[OwnedString],
-    ) -> bool {
-        let (bang, format) = match propagation {
+    /// Runs `call` on the pairs `flat`; false if it failed.
+    pub fn call_with_pairs(&self, call: &ServerWrite, flat: &[Arg<'call>]) -> bool {
+        let Some(tail) = self.words(&call.tail) else {
+            return false;
+        };
+        let (command, tail) = (call.command, tail.as_slice());
+        let (bang, format) = match call.propagation {
             Propagation::ByModule => ("", c"v"),
             Propagation::ByCommand => ("!", c"!v"),
         };
-        let head = |pairs: usize| match head {
+        let head = |pairs: usize| match call.head {
             Head::Numkeys => self.words(&[Word::Number(pairs as i64)]),
             Head::None => Some(Vec::new()),
         };
-        if values == Values::Fresh {
+        if call.values == Values::Fresh {
             return self.call_fresh(command, bang, &head, flat, tail);
         }
         let Some(head) = head(flat.len() / 2) else {

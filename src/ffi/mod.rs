@@ -12,7 +12,7 @@ mod sds;
 
 pub use acl::{acl_categories_available, acl_check_available, AclUser, Caller, LogReason};
 pub use api::{log, LogLevel, RawCtx, Slot};
-pub use call::{fresh_part, Head, Propagation, Values};
+pub use call::{fresh_part, Head, Propagation, ServerWrite, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Configs, Hooks, InfoSection, InfoValue, Module, Piece,
 };

@@ -64,6 +64,9 @@ impl Reading {
     }
 }
 
+/// A call read: its request, and the values the filter moved into argument 1 (`Layout::KeysOnly`).
+pub type Read<'a> = Result<(Request, Vec<&'a [u8]>), Refusal>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keys {
     pub syntax: Syntax,
@@ -207,29 +210,16 @@ impl Keys {
         format!("keys: {how}{threads}{step}")
     }
 
-    /// Validates a call as the server passes it (as the filter rewrote it), with the values the
-    /// filter moved into argument 1 (`Layout::KeysOnly`). Unless `trusted` (replication, AOF), a
-    /// call that skipped a rewriting filter (a Valkey script's) is refused: its keys were unread.
-    pub fn read<'a, A: AsRef<[u8]>>(
-        &self,
-        argv: &'a [A],
-        now_ms: i64,
-        trusted: bool,
-    ) -> Result<(Request, Vec<&'a [u8]>), Refusal> {
-        let rewritten = self
-            .filters()
-            .then(|| rewrite::unpack(argv, self.reading))
-            .flatten();
-        let request = match rewritten {
-            Some(rewrite::Unpacked::Refused(call)) => {
-                let error = self.syntax.parse(&call, now_ms).err();
-                return Err(error.map_or(Refusal::Marked, Refusal::Parse));
+    /// Validates a call as the server passes it (as the filter rewrote it). Unless `trusted`
+    /// (replication, AOF), a call that skipped a rewriting filter (a Valkey script's) is refused:
+    /// its keys were unread.
+    pub fn read<'a, A: AsRef<[u8]>>(&self, argv: &'a [A], now_ms: i64, trusted: bool) -> Read<'a> {
+        if self.filters() {
+            if let Some(read) = rewrite::unpack(argv, self.reading, self.syntax, now_ms) {
+                return read;
             }
-            Some(rewrite::Unpacked::Moved(call)) => {
-                return Ok((call.parse(self.syntax, now_ms)?, call.values));
-            }
-            None => self.syntax.parse(argv, now_ms)?,
-        };
+        }
+        let request = self.syntax.parse(argv, now_ms)?;
         if trusted || !self.rewrites() {
             Ok((request, Vec::new()))
         } else {

@@ -4,11 +4,9 @@
 //! A packed argument: a [`Mark`] byte, then each argument it holds as `<length>:<bytes>`. No
 //! option, time or numkeys starts with a mark byte: the command reads only what the filter wrote.
 
-use std::ops::Range;
-
-use super::{Keys, Reading, MARK};
+use super::{Keys, Read, Reading, MARK};
 use crate::ffi::{ArgsChange, Piece};
-use crate::outcome;
+use crate::outcome::{self, Refusal};
 use crate::syntax::{Layout, ParseError, Request, Syntax};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,46 +249,22 @@ fn length(bytes: &[u8]) -> Option<(usize, &[u8])> {
     None
 }
 
-pub(super) enum Unpacked<'a> {
-    /// A call the filter refused: the original call.
-    Refused(Vec<&'a [u8]>),
-    Moved(Moved<'a>),
-}
-
-pub(super) struct Moved<'a> {
-    original: Vec<&'a [u8]>,
-    /// The pairs in `original`, and where they are in the rewritten call.
-    pairs: Range<usize>,
-    rewritten: Range<usize>,
-    layout: Layout,
-    /// The values moved into argument 1 (`Layout::KeysOnly`), in the order of the keys.
-    pub(super) values: Vec<&'a [u8]>,
-}
-
-impl Moved<'_> {
-    /// The original's request, with the pairs where they are in the rewritten call (`Syntax`
-    /// error where the original's are elsewhere: a hand-made packed argument).
-    pub(super) fn parse(&self, syntax: Syntax, now_ms: i64) -> Result<Request, ParseError> {
-        let request = syntax.parse(&self.original, now_ms)?;
-        if request.pairs != self.pairs {
-            return Err(ParseError::Syntax);
-        }
-        Ok(Request {
-            pairs: self.rewritten.clone(),
-            layout: self.layout,
-            ..request
-        })
-    }
-}
-
-pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unpacked<'_>> {
+/// A call the filter rewrote, read back ([`Read`]) with the pairs where they are in it; `None` if it
+/// holds no rewrite. A refused call gets its own error (`Refusal::Marked` where it parses), one
+/// whose pairs are not where the original's are (a hand-made packed argument) `Syntax`.
+pub(super) fn unpack<A: AsRef<[u8]>>(
+    argv: &[A],
+    reading: Reading,
+    syntax: Syntax,
+    now_ms: i64,
+) -> Option<Read<'_>> {
     let name = argv.first()?.as_ref();
     let first = argv.get(1)?.as_ref();
     if first.first() == Some(&(Mark::Refused as u8)) {
         let (_, call) = decode(first)?;
-        return Some(Unpacked::Refused(
-            std::iter::once(name).chain(call).collect(),
-        ));
+        let call: Vec<&[u8]> = std::iter::once(name).chain(call).collect();
+        let error = syntax.parse(&call, now_ms).err();
+        return Some(Err(error.map_or(Refusal::Marked, Refusal::Parse)));
     }
     let args: Vec<&[u8]> = argv.iter().map(AsRef::as_ref).collect();
     let (mark, last, after) = match reading {
@@ -316,16 +290,20 @@ pub(super) fn unpack<A: AsRef<[u8]>>(argv: &[A], reading: Reading) -> Option<Unp
         (rest, &[][..], after.to_vec(), Layout::Pairs)
     };
     let start = 1 + head.len();
-    let moved = Moved {
-        pairs: start..start + pairs.len(),
-        rewritten: 2..2 + after.len(),
-        layout,
-        original: std::iter::once(name)
-            .chain(head.iter().copied())
-            .chain(pairs)
-            .chain(tail.iter().copied())
-            .collect(),
-        values: values.to_vec(),
+    let in_original = start..start + pairs.len();
+    let original: Vec<&[u8]> = std::iter::once(name)
+        .chain(head.iter().copied())
+        .chain(pairs)
+        .chain(tail.iter().copied())
+        .collect();
+    let request = match syntax.parse(&original, now_ms) {
+        Ok(request) if request.pairs == in_original => Request {
+            pairs: 2..2 + after.len(),
+            layout,
+            ..request
+        },
+        Ok(_) => return Some(Err(Refusal::Parse(ParseError::Syntax))),
+        Err(error) => return Some(Err(Refusal::Parse(error))),
     };
-    Some(Unpacked::Moved(moved))
+    Some(Ok((request, values.to_vec())))
 }

@@ -1,12 +1,10 @@
 //! Writes the keys of one call as `SET key value <expiry>` would leave them, each reported to a
 //! [`Sink`] (DESIGN.md, "Writing a key"); after an [`Abort`] the keys before stay replicated.
 
-use std::ffi::CStr;
-
 use crate::deadline::{self, Expiry, Resolved};
 use crate::ffi::{
-    fresh_part, Arg, Contents, Ctx, EventClass, Head, Key, OpenKey, Propagation, ServerWrite,
-    Touch, Values, Word,
+    fresh_part, Contents, EventClass, Head, Keyspace, OpenKey, Propagation, ServerWrite, Touch,
+    Values, Word,
 };
 use crate::outcome::Abort;
 use crate::server::{PastDeadline, Profile, ServerCommand};
@@ -15,19 +13,6 @@ use crate::{sizing, stats};
 
 /// Pairs per batch: enough to spread its cost, few enough to keep the batch filter sparse.
 const BATCH_MAX: usize = 256;
-
-/// The keyspace of one call (the module API, or the unit tests' store).
-pub trait Keyspace {
-    type Arg: Copy + AsRef<[u8]>;
-    type Key: OpenKey<Self::Arg>;
-    fn open(&self, key: Self::Arg, touch: Touch) -> Option<Self::Key>;
-    /// Opens `key` only to look at it, with no effect a client could see.
-    fn look(&self, key: Self::Arg) -> Option<Self::Key>;
-    fn notify(&self, class: EventClass, event: &'static CStr, key: Self::Arg);
-    fn signal(&self, key: Self::Arg);
-    /// Runs the server's command on `pairs`; false if it failed.
-    fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
-}
 
 /// How a key was written: what counted it for RDB saves (`server.dirty`), what is left to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -677,27 +662,6 @@ impl<'b, A: Copy> Part<'b, A> {
             }
             _ => None,
         }
-    }
-}
-
-impl<'c> Keyspace for Ctx<'c> {
-    type Arg = Arg<'c>;
-    type Key = Key<'c>;
-
-    fn open(&self, key: Arg<'c>, touch: Touch) -> Option<Key<'c>> {
-        self.open_key(key, touch)
-    }
-    fn look(&self, key: Arg<'c>) -> Option<Key<'c>> {
-        self.open_key_to_read(key)
-    }
-    fn notify(&self, class: EventClass, event: &'static CStr, key: Arg<'c>) {
-        Ctx::notify(self, class, event, key);
-    }
-    fn signal(&self, key: Arg<'c>) {
-        self.signal_modified(key);
-    }
-    fn run(&self, call: &ServerWrite, pairs: &[Arg<'c>]) -> bool {
-        self.call_with_pairs(call, pairs)
     }
 }
 

@@ -1,6 +1,6 @@
-//! One command call: context, arguments, reply, flags, keys, keyspace signals and events, strings.
+//! One command call: context, arguments, reply, flags, keys, strings.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::marker::PhantomData;
 use std::ptr::null_mut;
 
@@ -97,14 +97,6 @@ pub(super) unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
     unsafe { std::slice::from_raw_parts(data, len) }
 }
 
-/// Keyspace event classes (`notify-keyspace-events` `$`, `g`, and `o`: Redis 8.2+'s `overwritten`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventClass {
-    String,
-    Generic,
-    Overwritten,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextFlags {
     /// On, or being turned on.
@@ -168,22 +160,6 @@ impl<'call> Ctx<'call> {
             active_child: has(raw::REDISMODULE_CTX_FLAGS_ACTIVE_CHILD),
             cluster: has(raw::REDISMODULE_CTX_FLAGS_CLUSTER),
         }
-    }
-
-    /// Tells WATCH and client-side caching that `key` changed.
-    pub fn signal_modified(&self, key: Arg<'call>) {
-        // SAFETY: ctx and key are live for the call; always returns OK.
-        unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
-    }
-
-    pub fn notify(&self, class: EventClass, event: &CStr, key: Arg<'call>) {
-        let class = match class {
-            EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
-            EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
-            EventClass::Overwritten => raw::REDISMODULE_NOTIFY_OVERWRITTEN,
-        };
-        // SAFETY: ctx, event and key are live; the status only flags a missing client (never here).
-        unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
     }
 
     pub fn string(&self, bytes: &[u8]) -> Option<OwnedString> {

@@ -1,11 +1,14 @@
-//! An open key: what it holds, its value buffer, deadline and LFU/LRU metadata.
+//! The keyspace of one call (opening keys, their signals and events), and an open key: what it
+//! holds, its value buffer, deadline and LFU/LRU metadata.
 
+use std::ffi::CStr;
 use std::marker::PhantomData;
 
 use libc::{c_int, c_longlong};
 use redis_module::raw::{self, RedisModuleKey};
 
 use super::api::{Api, OK};
+use super::call::ServerWrite;
 use super::ctx::{Arg, Ctx};
 use super::sds;
 
@@ -23,7 +26,7 @@ pub enum Touch {
     No,
 }
 
-/// A key opened for writing, closed on drop, silently (writers call [`Ctx::signal_modified`]).
+/// A key opened for writing, closed on drop, silently (writers call [`Keyspace::signal`]).
 pub struct Key<'ctx> {
     raw: *mut RedisModuleKey,
     api: &'static Api,
@@ -74,9 +77,34 @@ pub trait OpenKey<A> {
     fn mark_used_now(&mut self);
 }
 
-impl<'call> Ctx<'call> {
+/// The keyspace of one call as `crate::write` uses it: [`Ctx`], or the unit tests' store.
+pub trait Keyspace {
+    type Arg: Copy + AsRef<[u8]>;
+    type Key: OpenKey<Self::Arg>;
     /// Opens `key` for writing as a write command does (no hit/miss stats, expired keys removed).
-    pub fn open_key(&self, key: Arg<'call>, touch: Touch) -> Option<Key<'call>> {
+    fn open(&self, key: Self::Arg, touch: Touch) -> Option<Self::Key>;
+    /// Opens `key` to look at it unseen (no access, hit, miss or `keymiss`); `None` if missing.
+    fn look(&self, key: Self::Arg) -> Option<Self::Key>;
+    fn notify(&self, class: EventClass, event: &'static CStr, key: Self::Arg);
+    /// Tells WATCH and client-side caching that `key` changed.
+    fn signal(&self, key: Self::Arg);
+    /// Runs the server's command on `pairs`; false if it failed.
+    fn run(&self, call: &ServerWrite, pairs: &[Self::Arg]) -> bool;
+}
+
+/// Keyspace event classes (`notify-keyspace-events` `$`, `g`, and `o`: Redis 8.2+'s `overwritten`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventClass {
+    String,
+    Generic,
+    Overwritten,
+}
+
+impl<'c> Keyspace for Ctx<'c> {
+    type Arg = Arg<'c>;
+    type Key = Key<'c>;
+
+    fn open(&self, key: Arg<'c>, touch: Touch) -> Option<Key<'c>> {
         let write = raw::REDISMODULE_READ | raw::REDISMODULE_WRITE;
         match touch {
             Touch::Yes => Key::open(self, key, write),
@@ -84,12 +112,30 @@ impl<'call> Ctx<'call> {
         }
     }
 
-    /// Opens `key` to look at it unseen (no access, hit, miss or `keymiss`); `None` if missing.
-    pub fn open_key_to_read(&self, key: Arg<'call>) -> Option<Key<'call>> {
+    fn look(&self, key: Arg<'c>) -> Option<Key<'c>> {
         let quiet = raw::REDISMODULE_OPEN_KEY_NOTOUCH
             | raw::REDISMODULE_OPEN_KEY_NOSTATS
             | raw::REDISMODULE_OPEN_KEY_NONOTIFY;
         Key::open(self, key, raw::REDISMODULE_READ | quiet)
+    }
+
+    fn notify(&self, class: EventClass, event: &'static CStr, key: Arg<'c>) {
+        let class = match class {
+            EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
+            EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
+            EventClass::Overwritten => raw::REDISMODULE_NOTIFY_OVERWRITTEN,
+        };
+        // SAFETY: ctx, event and key are live; the status only flags a missing client (never here).
+        unsafe { (self.api.notify_keyspace_event)(self.raw, class, event.as_ptr(), key.ptr) };
+    }
+
+    fn signal(&self, key: Arg<'c>) {
+        // SAFETY: ctx and key are live for the call; always returns OK.
+        unsafe { (self.api.signal_modified_key)(self.raw, key.ptr) };
+    }
+
+    fn run(&self, call: &ServerWrite, pairs: &[Arg<'c>]) -> bool {
+        self.call_with_pairs(call, pairs)
     }
 }
 

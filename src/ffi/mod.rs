@@ -16,14 +16,12 @@ pub use call::{fresh_part, Head, Propagation, ServerWrite, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Configs, Hooks, InfoSection, InfoValue, Module, Piece,
 };
-pub use ctx::{
-    Arg, ContextFlags, Ctx, EventClass, KeyPositions, LazyArg, OwnedString, Reply, Word,
-};
+pub use ctx::{Arg, ContextFlags, Ctx, KeyPositions, LazyArg, OwnedString, Reply, Word};
 pub use facts::{
     cluster_enabled, command_callable, command_keys, config_number, original_command_name,
     server_info_fields, slot_migrations_listed,
 };
-pub use key::{Contents, Key, OpenKey, Touch};
+pub use key::{Contents, EventClass, Keyspace, OpenKey, Touch};
 pub use register::{
     create_command, key_specs_available, register_configs, register_info, set_acl_categories,
     set_command_info, set_module_options, watch,

@@ -4,6 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::ffi::CStr;
 
 use super::*;
 use crate::acl::AclCheck;

@@ -85,13 +85,6 @@ pub trait Permissions<A: Copy> {
     }
 }
 
-pub struct Words<'a, A> {
-    pub mset: A,
-    pub set: A,
-    /// The call's expiry as SET's options.
-    pub set_options: &'a [A],
-}
-
 /// What a refused call lacked, for the ACL log: MSET itself, or MSET or SET on this key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lacks<A> {
@@ -99,17 +92,17 @@ pub enum Lacks<A> {
     Key(A),
 }
 
-/// Redis 7.0: whether the user may write `pairs` with MSET (all keys in one selector) and each
-/// key with `SET key value <options>`; stops at the first refusal.
+/// Redis 7.0: whether the user may write `pairs` with `mset` (all keys in one selector) and each
+/// key with `set key value <set_options>` (the call's expiry); stops at the first refusal.
 pub fn check_capability<A: Copy, P: Permissions<A>>(
     user: &mut P,
-    words: &Words<'_, A>,
+    [mset, set]: [A; 2],
+    set_options: &[A],
     pairs: &[A],
 ) -> Result<(), Lacks<A>> {
-    let mset = words.mset;
     if user.allows(&[&[mset], pairs]) {
         return user
-            .allows_each_pair(words.set, pairs, words.set_options)
+            .allows_each_pair(set, pairs, set_options)
             .map_err(Lacks::Key);
     }
     // Why: MSET itself, else the first key MSET alone cannot write (else the first key: the keys
@@ -187,19 +180,14 @@ mod tests {
         }
     }
 
-    const WORDS: Words<'static, &'static str> = Words {
-        mset: "MSET",
-        set: "SET",
-        set_options: &["PX", "60000"],
-    };
+    fn check(user: &mut Rules, pairs: &[&'static str]) -> Result<(), Lacks<&'static str>> {
+        check_capability(user, ["MSET", "SET"], &["PX", "60000"], pairs)
+    }
 
     #[test]
     fn asks_mset_on_every_key_then_set_on_each_with_the_expiry() {
         let mut all = user(&[(&["MSET", "SET"], &[""])]);
-        assert_eq!(
-            check_capability(&mut all, &WORDS, &["a", "1", "b", "2"]),
-            Ok(())
-        );
+        assert_eq!(check(&mut all, &["a", "1", "b", "2"]), Ok(()));
         assert_eq!(
             all.asked,
             [
@@ -215,37 +203,28 @@ mod tests {
         // Issue 30's user: MSET on every key in one selector, SET only on `first*` in another.
         let mut widened = user(&[(&["MSET"], &[""]), (&["SET"], &["first"])]);
         assert_eq!(
-            check_capability(&mut widened, &WORDS, &["first1", "x", "other", "y"]),
+            check(&mut widened, &["first1", "x", "other", "y"]),
             Err(Lacks::Key("other"))
         );
-        assert_eq!(
-            check_capability(&mut widened, &WORDS, &["first1", "x", "first2", "y"]),
-            Ok(())
-        );
+        assert_eq!(check(&mut widened, &["first1", "x", "first2", "y"]), Ok(()));
     }
 
     #[test]
     fn says_what_is_lacking() {
         let mut no_mset = user(&[(&["SET"], &[""])]);
-        assert_eq!(
-            check_capability(&mut no_mset, &WORDS, &["a", "1"]),
-            Err(Lacks::Mset)
-        );
+        assert_eq!(check(&mut no_mset, &["a", "1"]), Err(Lacks::Mset));
         let mut some_keys = user(&[(&["MSET", "SET"], &["app:"])]);
         assert_eq!(
-            check_capability(&mut some_keys, &WORDS, &["app:1", "1", "other", "2"]),
+            check(&mut some_keys, &["app:1", "1", "other", "2"]),
             Err(Lacks::Key("other"))
         );
         // Every key writable alone, never together: the first key is logged.
         let mut apart = user(&[(&["MSET", "SET"], &["a"]), (&["MSET", "SET"], &["b"])]);
         assert_eq!(
-            check_capability(&mut apart, &WORDS, &["a", "1", "b", "2"]),
+            check(&mut apart, &["a", "1", "b", "2"]),
             Err(Lacks::Key("a"))
         );
         let mut no_set = user(&[(&["MSET"], &[""])]);
-        assert_eq!(
-            check_capability(&mut no_set, &WORDS, &["a", "1"]),
-            Err(Lacks::Key("a"))
-        );
+        assert_eq!(check(&mut no_set, &["a", "1"]), Err(Lacks::Key("a")));
     }
 }

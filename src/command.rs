@@ -3,7 +3,7 @@
 
 use std::ffi::CString;
 
-use crate::acl::{self, AclCheck, Lacks, Words};
+use crate::acl::{self, AclCheck, Lacks};
 use crate::deadline::{self, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, OwnedString, Reply};
 use crate::loaded::{Loaded, LOADED};
@@ -139,12 +139,8 @@ fn check_acl(
         return Err(Refusal::NoCapability);
     };
     let options: Vec<Arg<'_>> = options.iter().map(|option| option.arg()).collect();
-    let words = Words {
-        mset: mset.arg(),
-        set: set.arg(),
-        set_options: &options,
-    };
-    let Err(lacks) = acl::check_capability(&mut user, &words, pairs) else {
+    let commands = [mset.arg(), set.arg()];
+    let Err(lacks) = acl::check_capability(&mut user, commands, &options, pairs) else {
         return Ok(());
     };
     match lacks {

@@ -37,15 +37,12 @@ impl Keys {
         let Some((at, routed)) = locate(ours, args) else {
             return Vec::new();
         };
+        let change = |at, replaced, with| ArgsChange { at, replaced, with };
         let call = args.get(at..).unwrap_or_default();
         let parsed = self.syntax.parse(call, 0);
         if !routed && parsed == Err(ParseError::NumkeysShape) {
-            let text = outcome::numkeys_shape_hint(ours);
-            return vec![ArgsChange {
-                at: 0,
-                replaced: args.len(),
-                with: vec![Piece::New(text.into_bytes())],
-            }];
+            let hint = outcome::numkeys_shape_hint(ours).into_bytes();
+            return vec![change(0, args.len(), vec![Piece::New(hint)])];
         }
         let arity = self.arity().unsigned_abs() as usize;
         if !self.filters() || call.len() < arity {
@@ -55,11 +52,7 @@ impl Keys {
         let refused = || {
             let mut with = vec![Piece::New(encode(Mark::Refused, None, after_name))];
             with.resize(arity - 1, Piece::New(Vec::new()));
-            vec![ArgsChange {
-                at: at + 1,
-                replaced: after_name.len(),
-                with,
-            }]
+            vec![change(at + 1, after_name.len(), with)]
         };
         let Ok(Request { pairs, .. }) = parsed else {
             return refused();
@@ -87,24 +80,14 @@ impl Keys {
             // The keys move left, each by the arguments before it that leave: not copied.
             let keys = pairs.clone().step_by(2).map(|key| Piece::Sent(at + key));
             let packed = Piece::New(encode(Mark::KeysOnly, Some(before), &moved));
-            return vec![ArgsChange {
-                at: at + 1,
-                replaced: after_name.len(),
-                with: std::iter::once(packed).chain(keys).collect(),
-            }];
+            let with = std::iter::once(packed).chain(keys).collect();
+            return vec![change(at + 1, after_name.len(), with)];
         }
         let moved: Vec<&[u8]> = moved.collect();
+        let options = encode(Mark::Options, Some(before), &moved);
         vec![
-            ArgsChange {
-                at: at + pairs.end,
-                replaced: tail.len(),
-                with: vec![Piece::New(encode(Mark::Options, Some(before), &moved))],
-            },
-            ArgsChange {
-                at: at + 1,
-                replaced: before,
-                with: vec![Piece::New(MARK.to_bytes().to_vec())],
-            },
+            change(at + pairs.end, tail.len(), vec![Piece::New(options)]),
+            change(at + 1, before, vec![Piece::New(MARK.to_bytes().to_vec())]),
         ]
     }
 

@@ -24,11 +24,6 @@ pub enum Resolved {
 }
 
 impl Expiry {
-    /// SET sets a TTL (and fires `expire`).
-    pub fn sets_ttl(self) -> bool {
-        matches!(self, Expiry::In(_) | Expiry::At(_))
-    }
-
     /// The absolute form, once known (all but a relative TTL before the first key).
     pub fn resolved(self) -> Option<Resolved> {
         match self {

@@ -191,7 +191,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
 
     /// Whether SET would embed `value` with `key` (`kept_ttl`: KEEPTTL keeps the key's TTL).
     fn embeds(&self, key: K::Arg, value: K::Arg, kept_ttl: bool) -> bool {
-        let ttl_after = kept_ttl || self.expiry.sets_ttl();
+        let ttl_after = kept_ttl || matches!(self.expiry, Expiry::In(_) | Expiry::At(_));
         self.profile.in_place.is_some_and(|embedding| {
             embedding.embeds(key.as_ref().len(), value.as_ref().len(), ttl_after)
         })

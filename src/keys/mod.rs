@@ -64,7 +64,7 @@ impl Reading {
     }
 }
 
-/// A call read: its request, and the values the filter moved into argument 1 (`Layout::KeysOnly`).
+/// A call read: its request, and the values the filter moved into argument 1 (`Reading::KeysOnly`).
 pub type Read<'a> = Result<(Request, Vec<&'a [u8]>), Refusal>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use super::{Keys, Read, Reading, MARK};
 use crate::ffi::{ArgsChange, Piece};
 use crate::outcome::{self, Refusal};
-use crate::syntax::{Layout, ParseError, Request, Syntax};
+use crate::syntax::{ParseError, Request, Syntax};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mark {
@@ -262,15 +262,15 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
     let (before, moved) = moved.split_first().filter(|_| found == mark)?;
     let before: usize = std::str::from_utf8(before).ok()?.parse().ok()?;
     let (head, rest) = (moved.get(..before)?, moved.get(before..)?);
-    let (tail, values, pairs, layout) = if mark == Mark::KeysOnly {
+    let (tail, values, pairs) = if mark == Mark::KeysOnly {
         let (tail, values) = rest.split_at(rest.len().checked_sub(after.len())?);
         let pairs = after
             .iter()
             .zip(values)
             .flat_map(|(key, value)| [*key, *value]);
-        (tail, values, pairs.collect(), Layout::KeysOnly)
+        (tail, values, pairs.collect())
     } else {
-        (rest, &[][..], after.to_vec(), Layout::Pairs)
+        (rest, &[][..], after.to_vec())
     };
     let start = 1 + head.len();
     let in_original = start..start + pairs.len();
@@ -282,7 +282,6 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
     let request = match syntax.parse(&original, now_ms) {
         Ok(request) if request.pairs == in_original => Request {
             pairs: 2..2 + after.len(),
-            layout,
             ..request
         },
         Ok(_) => return Some(Err(Refusal::Parse(ParseError::Syntax))),

@@ -3,7 +3,7 @@
 use crate::deadline::{Expiry, Resolved};
 use crate::docs::{one_of, pairs_from_2, plain, token, Arg, ArgKind, Docs};
 use crate::ffi::Word;
-use crate::syntax::{parse_i64, Ack, Condition, Layout, ParseError, Request, ARITY, DATA};
+use crate::syntax::{parse_i64, Ack, Condition, ParseError, Request, ARITY, DATA};
 
 const KEEP: &[u8] = b"KEEPTTL";
 const PERSIST: &[u8] = b"PERSIST";
@@ -34,7 +34,6 @@ pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Request, ParseError> {
         None => return Err(ParseError::WrongArity),
     };
     Ok(Request {
-        layout: Layout::Pairs,
         pairs: 2..argv.len(),
         condition: Condition::Always,
         expiry,
@@ -78,7 +77,6 @@ mod tests {
         let apply = |items: &[&str]| parse(items);
         let request = |pairs, expiry| Request {
             pairs,
-            layout: Layout::Pairs,
             condition: Condition::Always,
             expiry,
             ack: Ack::Ok,

@@ -10,7 +10,7 @@ mod options;
 mod ttl;
 
 pub use options::{
-    is_i64, parse_i64, Ack, Condition, Layout, ParseError, Request, ACL_CATEGORIES, ARITY, DATA,
+    is_i64, parse_i64, Ack, Condition, ParseError, Request, ACL_CATEGORIES, ARITY, DATA,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

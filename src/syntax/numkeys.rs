@@ -5,8 +5,7 @@ use std::ffi::CStr;
 use std::ops::Range;
 
 use super::options::{
-    expiry, parse_i64, Ack, Condition, Expiry, Keyword, Layout, ParseError, Request, TimeUnit,
-    MIN_ARGC,
+    expiry, parse_i64, Ack, Condition, Expiry, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{CONDITION, DATA};
 use crate::docs::{one_of, plain, token, valued, Arg, ArgKind};
@@ -30,7 +29,6 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
         }
     };
     Ok(Request {
-        layout: Layout::Pairs,
         pairs,
         condition,
         expiry,

@@ -62,20 +62,11 @@ pub enum Ack {
     One,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Keys and values alternate in `pairs`.
-    Pairs,
-    /// `pairs` holds the keys only; the values are in argv[1].
-    KeysOnly,
-}
-
 /// A validated call: all the write step needs besides the key and value arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// argv indexes of the pairs (or, by `layout`, of the keys only).
+    /// argv indexes of the pairs (or of the keys only, where the filter moved the values away).
     pub pairs: Range<usize>,
-    pub layout: Layout,
     pub condition: Condition,
     pub expiry: Expiry,
     pub ack: Ack,

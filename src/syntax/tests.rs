@@ -20,7 +20,6 @@ fn numkeys(items: &[&str]) -> Result<Request, ParseError> {
 fn request(pairs: Range<usize>, condition: Condition, expiry: Expiry, ack: Ack) -> Request {
     Request {
         pairs,
-        layout: Layout::Pairs,
         condition,
         expiry,
         ack,

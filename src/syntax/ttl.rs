@@ -4,7 +4,7 @@ use std::ffi::CStr;
 
 use super::numkeys;
 use super::options::{
-    expiry, parse_i64, Ack, Condition, Keyword, Layout, ParseError, Request, TimeUnit, MIN_ARGC,
+    expiry, parse_i64, Ack, Condition, Keyword, ParseError, Request, TimeUnit, MIN_ARGC,
 };
 use super::options::{CONDITION, DATA};
 use crate::docs::{one_of, plain, token, Arg, ArgKind};
@@ -46,7 +46,6 @@ pub(super) fn parse<A: AsRef<[u8]>>(argv: &[A], now_ms: i64) -> Result<Request, 
     };
     let time = parse_i64(time).ok_or(ParseError::NotAnInteger)?;
     Ok(Request {
-        layout: Layout::Pairs,
         pairs: first_key..argv.len(),
         condition,
         expiry: expiry(unit, time, now_ms)?,

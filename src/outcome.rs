@@ -22,12 +22,6 @@ pub enum Failure {
     Aborted(Abort),
 }
 
-impl From<ParseError> for Refusal {
-    fn from(error: ParseError) -> Refusal {
-        Refusal::Parse(error)
-    }
-}
-
 impl From<Refusal> for Failure {
     fn from(refusal: Refusal) -> Failure {
         Failure::Refused(refusal)

@@ -219,7 +219,7 @@ impl Keys {
                 return read;
             }
         }
-        let request = self.syntax.parse(argv, now_ms)?;
+        let request = self.syntax.parse(argv, now_ms).map_err(Refusal::Parse)?;
         if trusted || !self.rewrites() {
             Ok((request, Vec::new()))
         } else {

@@ -45,10 +45,9 @@ pub(super) fn pairs<A: AsRef<[u8]>>(argv: &[A]) -> Result<Range<usize>, ParseErr
         .get(1)
         .and_then(|arg| parse_i64(arg.as_ref()))
         .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
+        .and_then(|n| usize::try_from(n).ok())
         .ok_or(ParseError::InvalidNumkeys)?;
-    let available = (argv.len() - 2) / 2;
-    let numkeys = usize::try_from(numkeys).map_err(|_| ParseError::InvalidNumkeys)?;
-    if numkeys > available {
+    if numkeys > (argv.len() - 2) / 2 {
         return Err(ParseError::WrongPairCount);
     }
     Ok(2..2 + 2 * numkeys)

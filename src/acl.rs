@@ -18,12 +18,10 @@ pub enum AclCheck {
 impl AclCheck {
     /// The check the module API makes possible (categories, else a permission check, else none).
     pub fn offered(categories: bool, permission_check: bool) -> AclCheck {
-        if categories {
-            AclCheck::Categories
-        } else if permission_check {
-            AclCheck::Capability
-        } else {
-            AclCheck::CommandName
+        match (categories, permission_check) {
+            (true, _) => AclCheck::Categories,
+            (false, true) => AclCheck::Capability,
+            (false, false) => AclCheck::CommandName,
         }
     }
 

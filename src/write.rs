@@ -418,8 +418,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// [`Self::flush_to_mset`]'s common case, in a loop of its own: deadline `at` on every key.
     fn expire_each(&mut self, pairs: &[K::Arg], at: i64) -> Result<(), Abort> {
         let mut outcome = Ok(());
-        for pair in pairs.chunks_exact(2) {
-            let Some(&key) = pair.first() else { continue };
+        for &key in pairs.iter().step_by(2) {
             let mut handle = self.keyspace.open(key, Touch::No);
             let set = match handle.as_mut().map(|handle| handle.expire_at(at)) {
                 Some(true) => Ok(Resolved::At(at)),

@@ -232,9 +232,9 @@ fn length(bytes: &[u8]) -> Option<(usize, &[u8])> {
     None
 }
 
-/// A call the filter rewrote, read back ([`Read`]) with the pairs where they are in it; `None` if it
-/// holds no rewrite. A refused call gets its own error (`Refusal::Marked` where it parses), one
-/// whose pairs are not where the original's are (a hand-made packed argument) `Syntax`.
+/// A call the filter rewrote, read back ([`Read`]) with the pairs where they are in it; `None`
+/// if it holds no rewrite. A refused call gets its own error (`Refusal::Marked` where it parses),
+/// one whose pairs are not where the original's are (a hand-made packed argument) `Syntax`.
 pub(super) fn unpack<A: AsRef<[u8]>>(
     argv: &[A],
     reading: Reading,

@@ -516,11 +516,8 @@ impl Instr {
                 s.persistence == Replica && (s.replicate == mode || mode == Replicate::Msetex)
             };
             let setup = *lines.iter().rev().find(by)?;
-            text = replace_inline(
-                &text,
-                name,
-                &both(rows(setup), |r| self.cell(setex, r, server)),
-            );
+            let figure = both(rows(setup), |r| format!("{:.2}x", self.figure(setex, r)));
+            text = replace_inline(&text, name, &figure);
         }
         Some(text)
     }

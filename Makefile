@@ -52,7 +52,7 @@ help: ## List the targets and the variables
 	@echo "  ARCH=\"$(ARCH)\"  the architectures of make portable, dist, deb and rpm"
 	@echo "  GLIBC=$(GLIBC)  the glibc the portable libraries are built against (the newest they may need)"
 	@echo "  PORTABLE=$(PORTABLE)  1: the tests, the benchmarks and make install use the portable $(HOST_ARCH) library"
-	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix, make bench and make bench-instr (default: ../shared/servers)"
+	@echo "  SERVERS=\"bin ...\"  the servers of make test-matrix and make bench-instr (default: ../shared/servers)"
 	@echo "  GATE_SERVERS=$(GATE_SERVERS)  make bench-gate's servers besides REDIS_SERVER"
 	@echo "  FUZZ_CASES=N  cases per property in make fuzz (default 1000000)"
 
@@ -98,19 +98,19 @@ lint: deps-build ## cargo fmt --check; cargo clippy with warnings and the unsafe
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings \
 		-D unsafe_op_in_unsafe_fn -D clippy::undocumented_unsafe_blocks
 
-bench: deps build ## Benchmarks on every server (ROUNDS=7, SERVERS="bin ..."; 8 to 30 min by machine); writes docs/BENCHMARKS.md
+bench: deps build ## Wall-clock benchmarks of REDIS_SERVER (ROUNDS=7); writes docs/BENCHMARKS.md but its instruction section
 	$(CARGO) run --release --locked -p msetex-bench -- --rounds $(ROUNDS)
 
 bench-quick: deps build ## A first look in a minute or two (2 rounds, fewer keys); writes target/BENCHMARKS-quick.md
-	$(CARGO) run --release --locked -p msetex-bench -- --quick --out target/BENCHMARKS-quick.md --readme -
+	$(CARGO) run --release --locked -p msetex-bench -- --quick --out target/BENCHMARKS-quick.md
 
-bench-instr: deps build bench-floor ## Instructions per key under callgrind, every server (~15 min); its sections of docs/BENCHMARKS.md, docs/PROFILE.md
+bench-instr: deps build bench-floor ## Instructions per key under callgrind, every server and setup (~50 min); its sections of docs/BENCHMARKS.md, docs/PROFILE.md, README's cost block
 	$(CARGO) run --release --locked -p msetex-bench -- --instr
 
-bench-gate: deps build bench-floor ## CI: bench-instr on REDIS_SERVER and GATE_SERVERS (~3 min); fails when a target is missed
+bench-gate: deps build bench-floor ## CI: bench-instr on REDIS_SERVER and GATE_SERVERS, fewer setups (~5 min); fails when a target is missed
 	@for bin in $(GATE_SERVERS); do test -f "$$bin" || { echo "make bench-gate: $$bin not found"; exit 1; }; done
 	SERVERS="$(GATE_SERVERS)" $(CARGO) run --release --locked -p msetex-bench -- --gate \
-		--out target/bench-gate.md --profile target/bench-gate-profile.md
+		--out target/bench-gate.md --profile target/bench-gate-profile.md --readme -
 
 # The floor module (bench/floor) the instruction bench loads beside the module; valgrind.
 bench-floor:

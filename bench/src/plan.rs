@@ -16,6 +16,23 @@ pub const LARGE_VALUE: usize = 1024;
 /// A canonical integer outside the shared-integer range: SET stores it
 /// with the `int` encoding.
 pub const INTEGER_VALUE: &str = "1234567890";
+/// The one big call of `make bench` and of the instruction bench; the instruction bench's call
+/// of issue #48 (in and out of cluster mode).
+pub const BIG_CALL: usize = 10_000;
+pub const HUGE_CALL: usize = 100_000;
+
+/// The rows of the call of 100,000 new pairs on `server`: out of and in cluster mode, as loaded by
+/// default, then with the AOF and REPLICATE MSETEX in both (one command per call in both).
+pub fn huge_rows(server: usize) -> [Row; 4] {
+    use {Persistence::*, Replicate::*};
+    let setups = [
+        (None, Set),
+        (Cluster, Set),
+        (Aof, Msetex),
+        (ClusterAof, Msetex),
+    ];
+    setups.map(|setup| Setup::ttl(server, setup).rows(Values::ShortKeys)[1].batch(HUGE_CALL))
+}
 
 /// The module's two syntaxes.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -32,6 +49,14 @@ pub enum Persistence {
     /// Cluster mode, one node owning every slot, nothing else: where the
     /// module never trusts "nobody listens" (docs/DESIGN.md).
     Cluster,
+    /// Cluster mode with the AOF (the instruction bench's call of 100,000 pairs).
+    ClusterAof,
+}
+
+impl Persistence {
+    pub fn cluster(self) -> bool {
+        matches!(self, Persistence::Cluster | Persistence::ClusterAof)
+    }
 }
 
 /// One server configuration; its rows run on one server (and replica).
@@ -44,9 +69,8 @@ pub struct Setup {
     pub replicate: Replicate,
 }
 
-/// No persistence (and REPLICATE SET); one replica with REPLICATE MSETEX.
+/// No persistence (and REPLICATE SET).
 pub const NONE: (Persistence, Replicate) = (Persistence::None, Replicate::Set);
-pub const REPLICA: (Persistence, Replicate) = (Persistence::Replica, Replicate::Msetex);
 
 impl Setup {
     /// The TTL form on `server`, with this persistence and REPLICATE mode.
@@ -131,13 +155,64 @@ impl Values {
     }
 }
 
-/// The instruction bench's regimes.
+/// The instruction bench's regimes of values; those of its setups that propagate.
 pub const REGIMES: [Values; 4] = [
     Values::ShortKeys,
     Values::Small,
     Values::Integer,
     Values::Large,
 ];
+pub const KEYS: [Values; 2] = [Values::ShortKeys, Values::Small];
+
+/// The instruction bench's setups on `server`, after the plain one (every regime of values):
+/// the AOF, one replica and cluster mode, in both REPLICATE modes (in one outside cluster mode
+/// where the module replicates natively: both send the built-in's command), short and long keys;
+/// `gate`: one replica and cluster mode, in the default mode, short keys.
+pub fn instr_setups(server: usize, target: &Target, gate: bool) -> Vec<(Setup, &'static [Values])> {
+    let mut list = vec![(Setup::plain(server), &REGIMES[..])];
+    for persistence in [Persistence::Aof, Persistence::Replica, Persistence::Cluster] {
+        for replicate in Replicate::BOTH {
+            let native = target.replicates_natively(persistence.cluster());
+            let skip = (gate
+                && (persistence == Persistence::Aof || replicate == Replicate::Msetex))
+                || (native && replicate == Replicate::Msetex);
+            let values = if gate { &KEYS[..1] } else { &KEYS[..] };
+            if !skip {
+                list.push((Setup::ttl(server, (persistence, replicate)), values));
+            }
+        }
+    }
+    list
+}
+
+/// A setup as the tables name it: where its writes go, and what the module sends there.
+pub fn setup_label(server: &Target, setup: Setup) -> String {
+    let sends = match (setup.persistence, setup.replicate) {
+        (Persistence::None, _) => return "no persistence".into(),
+        (p, _) if server.replicates_natively(p.cluster()) => "native MSETEX",
+        (_, Replicate::Set) => "REPLICATE SET",
+        (_, Replicate::Msetex) => "REPLICATE MSETEX",
+    };
+    let persistence = match setup.persistence {
+        Persistence::Aof => "AOF (everysec)",
+        Persistence::Replica => "one replica",
+        Persistence::ClusterAof => "cluster mode and AOF",
+        _ => "cluster mode",
+    };
+    format!("{persistence}, {sends}")
+}
+
+/// What the module propagates in `setup` on `server`, as bench/floor's load arguments (its floors
+/// then propagate the same): nothing while nobody listens; the built-in's MSETEX where the module
+/// replicates natively; else per REPLICATE mode, per key `SET` or per call `<name>.apply`.
+pub fn propagation(server: &Target, setup: Setup) -> String {
+    match (setup.persistence, setup.replicate) {
+        (Persistence::None, _) => String::new(),
+        (p, _) if server.replicates_natively(p.cluster()) => "native MSETEX".into(),
+        (_, Replicate::Set) => "set".into(),
+        (_, Replicate::Msetex) => format!("apply {}.apply", server.command_name()),
+    }
+}
 
 /// One table row: everything but the variant.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -146,6 +221,18 @@ pub struct Row {
     pub workload: Workload,
     pub values: Values,
     pub batch: usize,
+}
+
+impl Row {
+    /// This row with `batch` keys a call.
+    pub fn batch(self, batch: usize) -> Row {
+        Row { batch, ..self }
+    }
+
+    /// This row in `setup`.
+    pub fn at(self, setup: Setup) -> Row {
+        Row { setup, ..self }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -197,54 +284,30 @@ pub fn rows_of(setup: Setup, options: &Options) -> Vec<Row> {
     };
     let mut rows = Vec::new();
     for workload in Workload::BOTH {
-        let main = setup.server == 0;
-        match (main, setup.form, setup.persistence) {
-            (true, Form::Ttl, Persistence::None) => {
-                let batches: &[usize] = if options.quick {
-                    &[100]
-                } else {
-                    &[1, 10, 100, 1000]
-                };
-                rows.extend(batches.iter().map(|b| row(workload, Values::Small, *b)));
-                rows.push(row(workload, Values::Integer, 100));
-                rows.push(row(workload, Values::Large, 100));
-            }
-            (true, _, _) => {
-                rows.push(row(workload, Values::Small, 100));
-                rows.push(row(workload, Values::Integer, 100));
-            }
-            (false, _, _) => rows.push(row(workload, Values::Small, 100)),
+        if setup.form == Form::Numkeys {
+            rows.extend([Values::Small, Values::Integer].map(|v| row(workload, v, 100)));
+            continue;
         }
+        let batches: &[usize] = if options.quick {
+            &[100]
+        } else {
+            &[1, 10, 100, 1000]
+        };
+        rows.extend(batches.iter().map(|b| row(workload, Values::Small, *b)));
+        rows.extend([Values::Integer, Values::Large].map(|v| row(workload, v, 100)));
     }
     rows
 }
 
-/// Every setup, in groups that run at once, interleaved round by round,
-/// so that their figures can be compared within a round.
-pub fn groups(servers: &[Target]) -> Vec<Vec<Setup>> {
-    let main = |persistence| {
-        Replicate::BOTH
-            .map(|r| Setup::ttl(0, (persistence, r)))
-            .to_vec()
-    };
+/// The setups of `make bench`, which run at once, interleaved round by round, so that their
+/// figures compare within a round: the server under test without persistence, in both forms.
+/// (Every server, with the AOF, a replica, in cluster mode: the instruction bench.)
+pub fn setups() -> [Setup; 2] {
     let numkeys = Setup {
         form: Form::Numkeys,
         ..Setup::plain(0)
     };
-    let cluster = Setup::ttl(0, (Persistence::Cluster, Replicate::Set));
-    let mut list = vec![vec![Setup::plain(0), numkeys]];
-    list.extend([
-        main(Persistence::Aof),
-        main(Persistence::Replica),
-        vec![cluster],
-    ]);
-    for server in 1..servers.len() {
-        list.extend([
-            vec![Setup::plain(server)],
-            vec![Setup::ttl(server, REPLICA)],
-        ]);
-    }
-    list
+    [Setup::plain(0), numkeys]
 }
 
 /// The variants of a row.
@@ -255,28 +318,19 @@ pub fn variants(row: Row, servers: &[Target]) -> Vec<Variant> {
         list.push(Variant::Builtin);
     }
     if setup.form == Form::Ttl {
-        if setup.server == 0 && setup.persistence == Persistence::None {
-            list.push(Variant::Lua);
-        }
-        list.push(Variant::Setex);
+        list.extend([Variant::Lua, Variant::Setex]);
     }
     list
 }
 
-/// How many redis-benchmark runs the groups make: every variant of every
-/// row of every setup, once per round.
-pub fn run_count(groups: &[Vec<Setup>], servers: &[Target], options: &Options) -> usize {
+/// How many redis-benchmark runs `make bench` makes: every variant of every row of every setup,
+/// once per round.
+pub fn run_count(servers: &[Target], options: &Options) -> usize {
     let runs = |setup| -> usize {
-        rows_of(setup, options)
-            .iter()
-            .map(|r| variants(*r, servers).len())
-            .sum()
+        let rows = rows_of(setup, options);
+        rows.iter().map(|r| variants(*r, servers).len()).sum()
     };
-    groups
-        .iter()
-        .flatten()
-        .map(|setup| runs(*setup) * options.rounds)
-        .sum()
+    setups().map(runs).iter().sum::<usize>() * options.rounds
 }
 
 #[cfg(test)]
@@ -294,45 +348,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_server_under_test_alone() {
-        let servers = [server(Product::Redis, (7, 0, 15))];
-        let groups = groups(&servers);
-        assert_eq!(
-            groups.iter().map(Vec::len).collect::<Vec<_>>(),
-            [2, 2, 2, 1]
-        );
+    fn the_rows_and_their_variants() {
+        let servers = [server(Product::Redis, (8, 6, 3))];
         let quick = Options {
             quick: true,
             rounds: 2,
             ..Options::default()
         };
-        // TTL form: 6 rows x (module, MSET, Lua, SETEX); NUMKEYS form: 4 x 2;
-        // AOF, replica (two modes each) and cluster: 4 x (module, MSET, SETEX).
-        assert_eq!(run_count(&groups, &servers, &quick), (24 + 8 + 5 * 12) * 2);
-        let full = Options::default();
-        assert_eq!(run_count(&groups, &servers, &full), (48 + 8 + 5 * 12) * 7);
-    }
-
-    #[test]
-    fn the_matrix_adds_two_setups_per_server() {
-        let servers = [
-            server(Product::Redis, (7, 0, 15)),
-            server(Product::Redis, (8, 6, 3)),
-        ];
-        let groups = groups(&servers);
-        assert_eq!(groups.len(), 6);
-        let replica = groups[5][0];
-        assert_eq!(
-            (replica.server, replica.persistence),
-            (1, Persistence::Replica)
-        );
-        let row = rows_of(replica, &Options::default())[0];
+        // TTL form: 6 rows x (module, MSET, built-in, Lua, SETEX); NUMKEYS form: 4 x 2.
+        assert_eq!(run_count(&servers, &quick), (30 + 8) * 2);
+        assert_eq!(run_count(&servers, &Options::default()), (60 + 8) * 7);
+        let row = rows_of(setups()[0], &quick)[0];
         let expected = [
             Variant::Module,
             Variant::Mset,
             Variant::Builtin,
-            Variant::Setex,
+            Variant::Lua,
         ];
-        assert_eq!(variants(row, &servers), expected);
+        assert_eq!(variants(row, &servers)[..4], expected);
     }
 }

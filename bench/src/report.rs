@@ -1,13 +1,11 @@
-//! What the runs add up to: medians and within-round ratios (here), the
-//! Markdown of docs/BENCHMARKS.md (`markdown`) and the block of README.md
-//! between the bench markers (`readme`).
+//! What the runs of `make bench` add up to: medians and within-round ratios (here), the
+//! verdicts (`goals`) and the Markdown of docs/BENCHMARKS.md (`markdown`).
 
-pub mod instr;
+mod goals;
 mod markdown;
-mod readme;
 
 use crate::plan::*;
-use crate::run::experiments::{AclLoad, BigCall, Memory};
+use crate::run::experiments::AclLoad;
 use crate::run::{Bench, Sample};
 use crate::statistics::{median, median_ratio};
 use std::collections::BTreeMap;
@@ -17,9 +15,6 @@ use std::collections::BTreeMap;
 pub struct Report {
     /// (row, variant) -> median sample
     cells: BTreeMap<(Row, Variant), Sample>,
-    pub big_calls: Vec<(usize, BigCall)>,
-    classic: Vec<(&'static str, f64)>,
-    pub memory: Memory,
     pub acl_load: AclLoad,
     pub failed_calls: u64,
     /// (row, numerator, denominator) -> median within-round ratio of server time per key: the
@@ -34,18 +29,9 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(
-        bench: &Bench,
-        big_calls: Vec<(usize, BigCall)>,
-        classic: Vec<(&'static str, f64)>,
-        memory: Memory,
-        acl_load: AclLoad,
-    ) -> Report {
+    pub fn new(bench: &Bench, acl_load: AclLoad) -> Report {
         let mut report = Report {
             cells: BTreeMap::new(),
-            big_calls,
-            classic,
-            memory,
             acl_load,
             failed_calls: failed_calls(bench),
             ratios: BTreeMap::new(),
@@ -70,14 +56,10 @@ impl Report {
             failed: samples.iter().map(|s| s.failed).sum(),
         };
         self.cells.insert((row, variant), sample);
-        for den in [
-            Variant::Mset,
-            Variant::Builtin,
-            Variant::Lua,
-            Variant::Setex,
-        ] {
+        use Variant::{Builtin, Lua, Mset, Setex};
+        for den in [Mset, Builtin, Lua, Setex] {
             let (a, b) = ((row, variant), (row, den));
-            let ratio = match variant == Variant::Setex || den == Variant::Setex {
+            let ratio = match variant == Setex || den == Setex {
                 true => per_round(bench, a, b, |s| s.cpu_us_per_key),
                 false => per_round(bench, a, b, |s| s.server_us_per_key),
             };
@@ -85,10 +67,9 @@ impl Report {
                 self.ratios.insert((row, variant, den), ratio);
             }
         }
-        let rate = per_round(bench, (row, variant), (row, Variant::Mset), |s| {
-            s.keys_per_sec
-        });
-        self.rate_ratios.insert((row, variant), rate);
+        let (a, mset) = ((row, variant), (row, Mset));
+        let rate = per_round(bench, a, mset, |s| s.keys_per_sec);
+        self.rate_ratios.insert(a, rate);
     }
 
     /// The within-round ratio of the module to `den` in the row given.
@@ -98,41 +79,15 @@ impl Report {
     }
 }
 
-/// A targets table's rows.
-pub fn goals_table(goals: &[crate::targets::goals::Goal], md: &mut String) {
-    for goal in goals {
-        let holds = if goal.holds { "yes" } else { "**no**" };
-        md.push_str(&format!(
-            "| {} | {} | {holds} |\n",
-            goal.what, goal.measured
-        ));
-    }
-}
-
-/// `text` with the part from `start` to `end` (both included) replaced by `block`; None unless
-/// `text` has both markers.
-pub fn splice(text: &str, start: &str, end: &str, block: &str) -> Option<String> {
-    let (from, to) = (text.find(start)?, text.find(end)? + end.len());
-    Some(format!("{}{block}{}", &text[..from], &text[to..]))
-}
-
-/// Puts `block` (instr markers included) in place of the file's marked part, or at its end.
-pub fn splice_file(path: &str, block: &str) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let text = splice(&text, instr::START, instr::END, block)
-        .unwrap_or_else(|| format!("{text}{}{block}\n", if text.is_empty() { "" } else { "\n" }));
-    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {path}: {e}"));
-    eprintln!("wrote the instruction section of {path}");
-}
-
 /// The median of the within-round ratios of `f` between two (row, variant) runs.
 fn per_round(bench: &Bench, a: (Row, Variant), b: (Row, Variant), f: fn(&Sample) -> f64) -> f64 {
     let figures = |k| {
         bench
             .samples
             .get(&k)
-            .map_or(Vec::new(), |s| s.iter().map(f).collect())
+            .map(|s| s.iter().map(f).collect::<Vec<_>>())
     };
+    let figures = |k| figures(k).unwrap_or_default();
     median_ratio(&figures(a), &figures(b))
 }
 
@@ -144,14 +99,10 @@ fn numkeys_vs_ttl(bench: &Bench) -> BTreeMap<(Workload, Values), f64> {
     let mut numkeys_vs_ttl = BTreeMap::new();
     for values in [Values::Small, Values::Integer] {
         for row in Setup::plain(0).rows(values) {
-            let numkeys = Row {
-                setup: Setup {
-                    form: Form::Numkeys,
-                    ..row.setup
-                },
-                ..row
-            };
-            let (a, b) = ((numkeys, Variant::Module), (row, Variant::Module));
+            let (a, b) = (
+                (row.at(setups()[1]), Variant::Module),
+                (row, Variant::Module),
+            );
             let ratio = per_round(bench, a, b, |s| s.server_us_per_key);
             numkeys_vs_ttl.insert((row.workload, values), ratio);
         }

@@ -1,6 +1,6 @@
 //! The runner: starts each setup's servers, runs every variant of every row
-//! with redis-benchmark once per round and keeps the samples. The one-call,
-//! classic and memory experiments are in `experiments`.
+//! with redis-benchmark once per round and keeps the samples. The ACL
+//! experiment is in `experiments`.
 
 pub mod commandstats;
 pub mod experiments;
@@ -53,11 +53,9 @@ pub struct Bench {
 
 /// A running setup: its server, its replica, a connection.
 pub struct Running {
-    server: Server,
-    _replica: Option<Server>,
+    pub server: Server,
+    pub replica: Option<Server>,
     pub con: Connection,
-    lua_sha: String,
-    has_replica: bool,
 }
 
 /// redis-benchmark's figures of one run.
@@ -109,7 +107,7 @@ impl Bench {
     }
 
     /// The primary's configuration (a replica with the module gets the same).
-    fn config(&self, setup: Setup) -> ServerConfig {
+    pub(crate) fn config(&self, setup: Setup) -> ServerConfig {
         let server = self.server(setup);
         let mut args = match setup.form {
             Form::Ttl => server.default_module_args(),
@@ -125,16 +123,23 @@ impl Bench {
             // After the module's own line: both in the same server. jemalloc's purging thread
             // wakes up on a clock: its instructions would vary.
             config = config
-                .line(&format!("loadmodule {}", floor_module().display()))
+                .line(&format!(
+                    "loadmodule {} {}",
+                    floor_module().display(),
+                    propagation(server, setup)
+                ))
                 .line("jemalloc-bg-thread no");
         }
-        match setup.persistence {
-            Persistence::Aof => config.line("appendonly yes").line("appendfsync everysec"),
-            Persistence::Cluster => config
-                .line("cluster-enabled yes")
-                .line("cluster-config-file nodes.conf"),
-            _ => config,
+        let p = setup.persistence;
+        if matches!(p, Persistence::Aof | Persistence::ClusterAof) {
+            config = config.line("appendonly yes").line("appendfsync everysec");
         }
+        if p.cluster() {
+            config = config
+                .line("cluster-enabled yes")
+                .line("cluster-config-file nodes.conf");
+        }
+        config
     }
 
     pub fn start(&self, setup: Setup) -> Running {
@@ -142,7 +147,7 @@ impl Bench {
         let config = self.config(setup);
         let primary = config.clone().start();
         let mut con = primary.client();
-        if setup.persistence == Persistence::Cluster {
+        if setup.persistence.cluster() {
             own_every_slot(&mut con);
         }
         self.pinning.move_server(&mut con, true);
@@ -155,38 +160,26 @@ impl Bench {
             self.pinning.move_server(&mut replica.client(), false);
             replica
         });
-        let lua_sha: String = q(&mut con, &["SCRIPT", "LOAD", LUA_LOOP]);
+        q::<String, _>(&mut con, &["SCRIPT", "LOAD", LUA_LOOP]);
         Running {
-            has_replica: replica.is_some(),
             server: primary,
-            _replica: replica,
+            replica,
             con,
-            lua_sha,
         }
     }
 
     pub fn describe_setup(&self, setup: Setup) -> String {
-        let server = self.server(setup).describe();
+        let server = self.server(setup);
         let form = if setup.form == Form::Numkeys {
             ", NUMKEYS form"
         } else {
             ""
         };
-        let mode = format!("REPLICATE {}", setup.replicate.arg());
-        let with = if setup.replicate == Replicate::Set {
-            "without"
-        } else {
-            "with"
-        };
-        let persistence = match setup.persistence {
-            Persistence::None => "no persistence".to_owned(),
-            Persistence::Aof => format!("appendonly yes (everysec), {mode}"),
-            Persistence::Replica => format!("one replica attached ({with} the module), {mode}"),
-            Persistence::Cluster => {
-                "cluster mode (one node, no replica, keys of one hash tag)".into()
-            }
-        };
-        format!("{server}{form}, {persistence}")
+        format!(
+            "{}{form}, {}",
+            server.describe(),
+            setup_label(server, setup)
+        )
     }
 
     /// Runs a group of setups: every setup's server at once, every row of
@@ -257,16 +250,7 @@ impl Bench {
         }
     }
 
-    /// Every key of a run starts with this: in cluster mode one hash tag,
-    /// so that a call's keys share a slot.
-    fn key_prefix(setup: Setup) -> &'static str {
-        match setup.persistence {
-            Persistence::Cluster => "{k}:",
-            _ => "k:",
-        }
-    }
-
-    fn prepare(&self, running: &mut Running, setup: Setup, workload: Workload, value: &str) {
+    fn prepare(&self, running: &mut Running, workload: Workload, value: &str) {
         let con = &mut running.con;
         flush_now(con);
         // The allocator keeps freed pages for a while, then returns them:
@@ -276,53 +260,43 @@ impl Bench {
         // without jemalloc refuse the command, which changes nothing.
         let _ = exec(con, &["MEMORY", "PURGE"]);
         if workload == Workload::Overwrite {
-            preload(con, Self::key_prefix(setup), value);
-        }
-        if running.has_replica {
-            wait_for_replicas(con, 1);
+            preload(con, value);
         }
         q::<(), _>(con, &["CONFIG", "RESETSTAT"]);
     }
 
-    fn command_args(&self, running: &Running, row: Row, variant: Variant) -> Vec<String> {
-        let value = row.values.value();
-        let key = format!("{}__rand_int__", Self::key_prefix(row.setup));
-        let pairs = || (0..row.batch).flat_map(|_| [key.clone(), value.clone()]);
-        let mut args: Vec<String> = Vec::new();
-        match variant {
-            Variant::Module | Variant::Builtin
-                if variant == Variant::Builtin || row.setup.form == Form::Numkeys =>
-            {
-                let name = match variant {
-                    Variant::Module => self.module_name(row.setup),
-                    _ => "MSETEX",
-                };
-                args.extend([name.to_owned(), row.batch.to_string()]);
-                args.extend(pairs());
-                args.extend(["EX".to_owned(), TTL.to_owned()]);
-            }
-            Variant::Mset => {
-                args.push("MSET".to_owned());
-                args.extend(pairs());
-            }
+    /// The arguments of one call of `variant` in `setup` writing `keys` (SETEX: the first), each
+    /// with `value`: also the instruction bench's.
+    pub fn command(&self, setup: Setup, v: Variant, keys: &[String], value: &str) -> Vec<String> {
+        let (n, name) = (keys.len().to_string(), self.stat(setup, v));
+        let pairs = || keys.iter().flat_map(|key| [key.as_str(), value]);
+        let mut args: Vec<&str> = Vec::new();
+        let sha = redis::Script::new(LUA_LOOP).get_hash().to_owned();
+        match v {
+            Variant::Setex => args.extend(["SETEX", &keys[0], TTL, value]),
+            Variant::Mset => args.extend(std::iter::once("MSET").chain(pairs())),
             Variant::Lua => {
-                args.extend([
-                    "EVALSHA".to_owned(),
-                    running.lua_sha.clone(),
-                    row.batch.to_string(),
-                ]);
-                args.extend((0..row.batch).map(|_| key.clone()));
-                args.extend((0..row.batch).map(|_| value.clone()));
-                args.push(TTL.to_owned());
+                args.extend(
+                    ["EVALSHA", &sha, &n]
+                        .into_iter()
+                        .chain(keys.iter().map(String::as_str)),
+                );
+                args.extend(keys.iter().map(|_| value).chain([TTL]));
             }
-            Variant::Setex => args.extend(["SETEX", &key, TTL, &value].map(str::to_owned)),
-            // The module's TTL form (and the floors, which take the same arguments).
-            _ => {
-                args.extend([self.stat(row.setup, variant), TTL.to_owned()]);
-                args.extend(pairs());
+            Variant::Module | Variant::Builtin
+                if v == Variant::Builtin || setup.form == Form::Numkeys =>
+            {
+                let name = if v == Variant::Builtin {
+                    "MSETEX"
+                } else {
+                    self.module_name(setup)
+                };
+                args.extend([name, &n].into_iter().chain(pairs()).chain(["EX", TTL]));
             }
+            // The module's TTL form, and the floors, which take the same arguments.
+            _ => args.extend([name.as_str(), TTL].into_iter().chain(pairs())),
         }
-        args
+        args.into_iter().map(str::to_owned).collect()
     }
 
     /// Requests, pipeline depth and keys per request of a run.
@@ -339,8 +313,9 @@ impl Bench {
         row: Row,
         variant: Variant,
     ) -> Result<Sample, String> {
-        self.prepare(running, row.setup, row.workload, &row.values.value());
-        let args = self.command_args(running, row, variant);
+        self.prepare(running, row.workload, &row.values.value());
+        let keys = vec!["k:__rand_int__".to_owned(); row.batch];
+        let args = self.command(row.setup, variant, &keys, &row.values.value());
         let (requests, pipeline, keys_per_request) = self.shape(row, variant);
         let cpu_before = cpu_seconds(&mut running.con);
         let csv = self.redis_benchmark(running, row.workload, requests, pipeline, &args)?;
@@ -379,26 +354,12 @@ impl Bench {
             Workload::Overwrite => OVERWRITE_KEYSPACE as u64,
             Workload::Fresh => FRESH_KEYSPACE,
         };
-        let (port, clients) = (running.server.port().to_string(), CLIENTS.to_string());
-        let (requests, keyspace, pipeline) = (
-            requests.to_string(),
-            keyspace.to_string(),
-            pipeline.to_string(),
+        let port = running.server.port();
+        let options = format!(
+            "-h 127.0.0.1 -p {port} -c {CLIENTS} -n {requests} -r {keyspace} -P {pipeline} --csv"
         );
         let mut command = self.pinning.client("redis-benchmark");
-        command.args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-c",
-            &clients,
-            "-n",
-            &requests,
-        ]);
-        command
-            .args(["-r", &keyspace, "-P", &pipeline, "--csv"])
-            .args(args);
+        command.args(options.split(' ')).args(args);
         let output = command
             .output()
             .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;
@@ -438,12 +399,12 @@ fn own_every_slot(con: &mut Connection) {
 }
 
 /// Every key of the overwrite workload's working set, holding a TTL.
-fn preload(con: &mut Connection, prefix: &str, value: &str) {
+fn preload(con: &mut Connection, value: &str) {
     for chunk in (0..OVERWRITE_KEYSPACE).collect::<Vec<_>>().chunks(1000) {
         let mut pipe = redis::pipe();
         for i in chunk {
             pipe.cmd("SET")
-                .arg(format!("{prefix}{i:012}"))
+                .arg(format!("k:{i:012}"))
                 .arg(value)
                 .arg("EX")
                 .arg(TTL);
@@ -476,6 +437,31 @@ fn parse_csv(stdout: &str, stderr: &str) -> Result<Csv, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_of_each_variant() {
+        let servers = Box::leak(Box::new([crate::plan::tests::server(
+            Product::Valkey,
+            (9, 1, 2),
+        )]));
+        let bench = Bench::new(Options::default(), servers, Pinning::Off(String::new()), 0);
+        let keys = ["a".to_owned(), "b".to_owned()];
+        let command = |setup, v| bench.command(setup, v, &keys, "x").join(" ");
+        let (ttl, numkeys) = (crate::plan::setups()[0], crate::plan::setups()[1]);
+        assert_eq!(command(ttl, Variant::Module), "msetex.ttl 3600 a x b x");
+        assert_eq!(
+            command(numkeys, Variant::Module),
+            "msetex.nk 2 a x b x EX 3600"
+        );
+        assert_eq!(command(ttl, Variant::Builtin), "MSETEX 2 a x b x EX 3600");
+        assert_eq!(command(ttl, Variant::FloorMset), "floor.mset 3600 a x b x");
+        assert_eq!(command(ttl, Variant::Setex), "SETEX a 3600 x");
+        let sha = redis::Script::new(LUA_LOOP).get_hash().to_owned();
+        assert_eq!(
+            command(ttl, Variant::Lua),
+            format!("EVALSHA {sha} 2 a b x x 3600")
+        );
+    }
 
     #[test]
     fn the_last_csv_line_gives_the_figures() {

@@ -1,6 +1,8 @@
 //! The performance targets: the thresholds of docs/BENCHMARKS.md's
-//! "Targets" table, read from docs/bench-targets.txt (parsed here), and the
-//! verdicts (`goals`: which target applies to which row and server).
+//! "Targets" tables, read from docs/bench-targets.txt (parsed here); what a
+//! verdict is ([`Goal`]), its table and its one line ([`verdict`]). Which
+//! target applies to which figure: `report::goals` (make bench) and
+//! `instr::report` (make bench-instr).
 //!
 //! A line of the file is `<name> <comparison> <value>`, then optionally
 //! `# why`; blank lines and lines starting with `#` are comments. The
@@ -8,11 +10,146 @@
 //! figure must lie within value of 1); the value is a number (`1.7`), a
 //! fraction (`1/3`) or a percentage (`10%`).
 
-pub mod goals;
-
-pub use goals::goals;
-
 use std::collections::BTreeMap;
+use Comparison::{AtMost, Within};
+
+/// Every target the reports need, with its comparison and whether it is one per workload
+/// (`.overwrite` and `.fresh`): the file must hold exactly these.
+const BASES: &[(&str, Comparison, bool)] = &[
+    ("main.no-persistence.integer.msetex/mset", AtMost, true),
+    ("main.no-persistence.msetex/lua", AtMost, true),
+    ("main.no-persistence.msetex/setex", AtMost, true),
+    ("main.no-persistence.numkeys/ttl", Within, true),
+    ("main.no-persistence.integer.numkeys/ttl", Within, true),
+    ("main.acl-load-2000-users.module/without", AtMost, false),
+    ("failed-calls-and-runs", AtMost, false),
+    ("others.instructions.msetex/floor", AtMost, true),
+    ("redis70.instructions.msetex/floor", AtMost, true),
+    ("others.instructions.integer.msetex/floor", AtMost, true),
+    ("redis70.instructions.integer.msetex/floor", AtMost, true),
+    ("every.instructions.msetex/setex", AtMost, true),
+    ("builtin.instructions.module/builtin", AtMost, true),
+    ("others.instructions-10000-keys.msetex/floor", AtMost, true),
+    ("redis70.instructions-10000-keys.msetex/floor", AtMost, true),
+    ("every.instructions.stored/set-ex", Within, false),
+    (
+        "every.instructions-replicated-set.msetex/setex",
+        AtMost,
+        true,
+    ),
+    (
+        "every.instructions-replicated-msetex.msetex/setex",
+        AtMost,
+        true,
+    ),
+    ("every.instructions-replica.applied/setex", AtMost, true),
+    ("every.instructions-aof-reload.applied/setex", AtMost, false),
+    ("every.instructions-cluster.msetex/setex", AtMost, true),
+    ("builtin.instructions-cluster.module/builtin", AtMost, true),
+    ("every.instructions-cluster.keys/call", AtMost, false),
+    (
+        "valkey91.instructions-100000-pairs.cluster/outside",
+        AtMost,
+        false,
+    ),
+];
+
+/// The names of [`BASES`], one per workload where they are.
+pub fn names() -> Vec<(String, Comparison)> {
+    let mut names = Vec::new();
+    for &(base, comparison, per_workload) in BASES {
+        let workloads: &[&str] = match per_workload {
+            true => &[".overwrite", ".fresh"],
+            false => &[""],
+        };
+        names.extend(workloads.iter().map(|w| (format!("{base}{w}"), comparison)));
+    }
+    names
+}
+
+/// One line of a Targets table: what (server first), the target's name, the figure, whether it
+/// holds.
+pub struct Goal {
+    pub what: String,
+    pub name: String,
+    pub server: String,
+    pub measured: String,
+    pub holds: bool,
+}
+
+impl Goal {
+    /// A goal about `server` ("": about no one server), `what` after the server's name.
+    pub fn new(server: &str, what: &str, name: &str, measured: String, holds: bool) -> Goal {
+        let what = match server.is_empty() {
+            true => what.to_owned(),
+            false => format!("{server}, {what}"),
+        };
+        let (name, server) = (name.to_owned(), server.to_owned());
+        Goal {
+            what,
+            name,
+            server,
+            measured,
+            holds,
+        }
+    }
+}
+
+/// A Targets table's rows, then its verdict.
+pub fn goals_table(goals: &[Goal]) -> String {
+    let mut md = "| target | measured | holds |\n| --- | ---: | --- |\n".to_owned();
+    for goal in goals {
+        let holds = if goal.holds { "yes" } else { "**no**" };
+        md.push_str(&format!(
+            "| {} | {} | {holds} |\n",
+            goal.what, goal.measured
+        ));
+    }
+    md + "\n" + &verdict(goals) + "\n"
+}
+
+/// The one line a commit message can quote: how many hold, and the missed targets by name with
+/// their servers; computed from the table's own goals.
+pub fn verdict(goals: &[Goal]) -> String {
+    let mut missed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for goal in goals.iter().filter(|goal| !goal.holds) {
+        let servers = missed.entry(&goal.name).or_default();
+        if !goal.server.is_empty() && !servers.contains(&goal.server.as_str()) {
+            servers.push(&goal.server);
+        }
+    }
+    let held = goals.len() - goals.iter().filter(|goal| !goal.holds).count();
+    let list: Vec<String> = missed
+        .iter()
+        .map(|(name, servers)| match servers.is_empty() {
+            true => name.to_string(),
+            false => format!("{name} ({})", servers.join(", ")),
+        })
+        .collect();
+    match list.is_empty() {
+        true => format!("Verdict: every target holds ({held} of {held})."),
+        false => format!(
+            "Verdict: {held} of {} targets hold; missed: {}.",
+            goals.len(),
+            list.join("; ")
+        ),
+    }
+}
+
+/// What a module / built-in figure may reach: its own limit, or where the floor itself is further
+/// above the built-in, the floor's distance times the floor's target (a bound, not a waiver).
+pub fn bound(limit: f64, floor_over_builtin: f64, floor_limit: f64) -> f64 {
+    match floor_over_builtin * floor_limit {
+        floor if floor > limit => floor,
+        _ => limit,
+    }
+}
+
+/// `1.1`, `0.99`: a limit as the tables print it.
+pub fn short(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
 use std::path::PathBuf;
 
 /// How a measured figure is held against a target's value.
@@ -68,7 +205,7 @@ impl Targets {
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read the targets file {}: {e}", path.display()));
         Targets::parse(&text)
-            .and_then(|targets| targets.check(&goals::names()).map(|()| targets))
+            .and_then(|targets| targets.check(&names()).map(|()| targets))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
@@ -121,6 +258,11 @@ impl Targets {
             )),
             None => Ok(()),
         }
+    }
+
+    /// Whether the file sets the target `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.limits.contains_key(name)
     }
 
     /// The value of an `at-most` target.
@@ -198,32 +340,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_comments_and_blanks() {
-        let targets = Targets::parse(
-            "# a header\n\
-             \n\
-             a.b.overwrite   at-most 1.7   # why\n\
-             \t c  within  10%\n\
-             lua at-most 1/3 # a third\n",
-        )
-        .unwrap();
-        assert_eq!(targets.limits.len(), 3);
-        assert_eq!(targets.at_most("a.b.overwrite"), 1.7);
-        assert_eq!(targets.within("c"), 10.0 / 100.0);
-        assert_eq!(targets.at_most("lua"), 1.0 / 3.0);
-        assert_eq!(targets.limits["c"].line, 4);
-    }
-
-    #[test]
-    fn values_read_as_the_literals_they_replace() {
-        let good = [
-            ("10%", 0.1),
-            ("5%", 0.05),
-            ("1/3", 1.0 / 3.0),
-            ("1", 1.0),
-            ("0", 0.0),
-        ];
-        for (text, value) in good.into_iter().chain([("0.99", 0.99)]) {
+    fn lines_comments_blanks_values_and_errors() {
+        let text = "# a header\n\na.b.overwrite   at-most 1.7   # why\n\t c  within  10%\n";
+        let targets = Targets::parse(text).unwrap();
+        let values = (targets.at_most("a.b.overwrite"), targets.within("c"));
+        assert_eq!(
+            (targets.limits.len(), targets.limits["c"].line, values),
+            (2, 4, (1.7, 0.1))
+        );
+        for (text, value) in [("10%", 0.1), ("1/3", 1.0 / 3.0), ("0", 0.0), ("0.99", 0.99)] {
             assert_eq!(parse_value(text), Some(value), "{text}");
         }
         for text in [
@@ -231,18 +356,11 @@ mod tests {
         ] {
             assert_eq!(parse_value(text), None, "{text}");
         }
-    }
-
-    #[test]
-    fn a_malformed_line_is_named() {
         let error = |text| Targets::parse(text).unwrap_err();
+        let fields = "expected `<name> <comparison> <value>  # why`, found 2 field(s)";
         assert_eq!(
             error("# ok\nname at-most\n"),
-            "line 2: expected `<name> <comparison> <value>  # why`, found 2 field(s) in \"name at-most\""
-        );
-        assert_eq!(
-            error("name at-most 1 2\n"),
-            "line 1: expected `<name> <comparison> <value>  # why`, found 4 field(s) in \"name at-most 1 2\""
+            format!("line 2: {fields} in \"name at-most\"")
         );
         assert_eq!(
             error("\nname below 1\n"),
@@ -250,59 +368,60 @@ mod tests {
         );
         assert!(error("name at-most 1.7x").starts_with("line 1: name: \"1.7x\" is not a value"));
         assert_eq!(
-            error("a at-most 1\nb within 5%\na at-most 2\n"),
-            "line 3: a is already set on line 1"
+            error("a at-most 1\na at-most 2\n"),
+            "line 2: a is already set on line 1"
         );
+        let names = [("a", Comparison::AtMost), ("b", Comparison::Within)];
+        let check = |text| Targets::parse(text).unwrap().check(&names);
+        assert_eq!(check("a at-most 1\nb within 5%\n"), Ok(()));
+        assert_eq!(
+            check("a at-most 1\n"),
+            Err("no target b (expected `b within <value>`)".into())
+        );
+        let unknown = "line 3: unknown target c (no row of the report has that name)";
+        assert_eq!(
+            check("a at-most 1\nb within 5%\nc at-most 2\n"),
+            Err(unknown.into())
+        );
+        let wrong = "line 1: a must be `at-most`, not `within`";
+        assert_eq!(check("a within 1\nb within 5%\n"), Err(wrong.into()));
     }
 
     #[test]
-    fn check_wants_every_known_name_and_no_other() {
-        let names = [("a", Comparison::AtMost), ("b", Comparison::Within)];
-        let targets = Targets::parse("a at-most 1\nb within 5%\n").unwrap();
-        assert_eq!(targets.check(&names), Ok(()));
-        let missing = Targets::parse("a at-most 1\n").unwrap();
+    fn bounds_and_the_verdict() {
+        // The floor 1.155 times the built-in, at its target 1.1: 1.2705; no lower than the limit.
+        assert!((bound(1.15, 1.155, 1.1) - 1.2705).abs() < 1e-9);
         assert_eq!(
-            missing.check(&names),
-            Err("no target b (expected `b within <value>`)".into())
+            (bound(1.15, 1.0, 1.1), bound(1.15, f64::NAN, 1.1)),
+            (1.15, 1.15)
         );
-        let unknown = Targets::parse("a at-most 1\nb within 5%\nc at-most 2\n").unwrap();
-        assert_eq!(
-            unknown.check(&names),
-            Err("line 3: unknown target c (no row of the report has that name)".into())
-        );
-        let wrong = Targets::parse("a within 1\nb within 5%\n").unwrap();
-        assert_eq!(
-            wrong.check(&names),
-            Err("line 1: a must be `at-most`, not `within`".into())
-        );
+        let goal = |server, name, holds| Goal::new(server, "x", name, String::new(), holds);
+        let mut goals = vec![goal("A", "a.b", true), goal("B", "c.d", true)];
+        assert_eq!(verdict(&goals), "Verdict: every target holds (2 of 2).");
+        goals.extend([
+            goal("A", "c.d", false),
+            goal("B", "c.d", false),
+            goal("", "e", false),
+        ]);
+        let missed = "Verdict: 2 of 5 targets hold; missed: c.d (A, B); e.";
+        assert_eq!(verdict(&goals), missed);
+        assert!(goals_table(&goals).ends_with(&format!("\n\n{missed}\n")));
     }
 
     #[test]
     fn the_repository_file_holds_every_target() {
         let text = std::fs::read_to_string(default_path()).unwrap();
         let targets = Targets::parse(&text).unwrap();
-        targets.check(&goals::names()).unwrap();
+        targets.check(&names()).unwrap();
+        let floor =
+            |who, workload| targets.at_most(&format!("{who}.instructions.msetex/floor.{workload}"));
         assert_eq!(
-            targets.at_most("redis70.instructions.msetex/floor.overwrite"),
-            1.2
+            (floor("redis70", "overwrite"), floor("others", "fresh")),
+            (1.2, 1.05)
         );
         assert_eq!(
-            targets.at_most("others.instructions.msetex/floor.fresh"),
-            1.05
+            targets.at_most("every.instructions-cluster.keys/call"),
+            0.05
         );
-        assert_eq!(
-            targets.at_most("builtin.instructions.module/builtin.fresh"),
-            1.15
-        );
-        // The wall-clock floor targets the instruction targets replace are gone.
-        for name in [
-            "no-builtin.no-persistence.msetex/floor-events.overwrite",
-            "main.one-call-10000-keys.msetex/floor-events.overwrite",
-        ] {
-            assert!(
-                goals::names().iter().all(|(known, _)| known != name),
-                "{name}"
-            );
-        }
     }
 }

@@ -21,6 +21,13 @@
 //!   `RedisModule_Call` (see `mset`), which fires `set`, signals the keys and counts the changes;
 //!   then per key `RedisModule_OpenKey`, the deadline, `RedisModule_CloseKey`, the `expire` event.
 //!
+//! - Load arguments `[set | apply <command> | native <command>]`: what the three commands
+//!   replicate ([`propagate`], all of it), as the module does in the bench's regime: nothing (no
+//!   argument; the module while nobody listens), per key `SET key value PXAT ms` (REPLICATE SET),
+//!   per call `<command> ms key value ...` (REPLICATE MSETEX: `<name>.apply`) or the built-in's
+//!   `<command> n key value ... PXAT ms` (native). Each command replicated counts one change, so
+//!   `floor.events` counts only the changes none counted.
+//!
 //! Validation is minimal (arity, integer seconds above 0): no slot, ACL, type or size checks; no
 //! encoding rules outside `floor.mset` (`floor.bare` and `floor.events` store an integer as the
 //! string it came as, and write a same-length value in place even where SET would embed it).
@@ -51,6 +58,7 @@ macro_rules! module_api {
             $( $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
             $( $ofield: Option<unsafe extern "C" fn($($oarg),*) $(-> $oret)?>, )*
             call: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> *mut RedisModuleCallReply,
+            replicate: unsafe extern "C" fn(*mut RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int,
         }
 
         impl Api {
@@ -64,6 +72,7 @@ macro_rules! module_api {
                         $( $field: raw::$symbol.ok_or(stringify!($symbol))?, )*
                         $( $ofield: raw::$osymbol, )*
                         call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
+                        replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
                     }
                 };
                 Ok(api)
@@ -78,6 +87,9 @@ module_api! {
         set_module_options = RedisModule_SetModuleOptions: fn(*mut RedisModuleCtx, c_int);
         milliseconds = RedisModule_Milliseconds: fn() -> mstime_t;
         string_to_long_long = RedisModule_StringToLongLong: fn(*const RedisModuleString, *mut c_longlong) -> c_int;
+        create_string = RedisModule_CreateString: fn(*mut RedisModuleCtx, *const c_char, usize) -> *mut RedisModuleString;
+        create_number = RedisModule_CreateStringFromLongLong: fn(*mut RedisModuleCtx, c_longlong) -> *mut RedisModuleString;
+        free_string = RedisModule_FreeString: fn(*mut RedisModuleCtx, *mut RedisModuleString);
         string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
         open_key = RedisModule_OpenKey: fn(*mut RedisModuleCtx, *mut RedisModuleString, c_int) -> *mut RedisModuleKey;
         close_key = RedisModule_CloseKey: fn(*mut RedisModuleKey);
@@ -127,8 +139,8 @@ macro_rules! mset_chunk {
 #[no_mangle]
 pub unsafe extern "C" fn RedisModule_OnLoad(
     ctx: *mut RedisModuleCtx,
-    _argv: *mut *mut RedisModuleString,
-    _argc: c_int,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
 ) -> c_int {
     // SAFETY: ctx is the load context the server passed; the name is a static C string.
     let init = unsafe {
@@ -146,6 +158,23 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
         return ERR;
     };
     let api = API.get_or_init(|| api);
+    let argc = usize::try_from(argc).unwrap_or(0);
+    let arg = |i: usize| {
+        let mut length = 0usize;
+        // SAFETY: i < argc, a live argument of the load; its bytes live as long as it does.
+        let bytes = unsafe { (api.string_ptr_len)(*argv.add(i), &mut length) };
+        // SAFETY: StringPtrLen gives `length` readable bytes.
+        unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), length) }.to_vec()
+    };
+    let form = match (argc > 0).then(|| arg(0)).as_deref() {
+        None => None,
+        Some(b"set") => Some(Propagate::Set),
+        Some(b"apply") if argc == 2 => Some(Propagate::Apply),
+        Some(b"native") if argc == 2 => Some(Propagate::Native),
+        _ => return ERR,
+    };
+    let command = CString::new(if argc == 2 { arg(1) } else { Vec::new() });
+    let _ = PROPAGATE.set(form.zip(command.ok()));
     // Closing a key opened for writing must not signal it: floor.events signals each key itself.
     let option = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
     // SAFETY: no arguments; returns the option bits this server knows (Redis 7.2+, Valkey).
@@ -160,16 +189,12 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     // Legacy key positions: from argument 2, every second one, to the last (the pairs' keys);
     // floor.count has no keys.
     let write = c"write deny-oom";
+    let internal = c"readonly fast no-monitor no-slowlog allow-loading allow-stale";
     let commands: [(&CStr, raw::RedisModuleCmdFunc, &CStr, [c_int; 3]); 4] = [
         (c"floor.bare", Some(floor_bare), write, [2, -1, 2]),
         (c"floor.events", Some(floor_events), write, [2, -1, 2]),
         (c"floor.mset", Some(floor_mset), write, [2, -1, 2]),
-        (
-            c"floor.count",
-            Some(floor_count),
-            c"readonly fast no-monitor no-slowlog allow-loading allow-stale",
-            [0, 0, 0],
-        ),
+        (c"floor.count", Some(floor_count), internal, [0, 0, 0]),
     ];
     for (name, function, flags, [first, last, step]) in commands {
         // SAFETY: ctx is the load context; name and flags are static C strings; the function
@@ -279,8 +304,10 @@ unsafe fn write_pairs(
             unsafe { (api.notify_keyspace_event)(ctx, *class, event.as_ptr(), name) };
         }
     }
-    if floor == Floor::Events {
-        let pairs = ((args.len() - 2) / 2) as c_longlong;
+    // SAFETY: as this function's; args are argv's.
+    let counted = unsafe { propagate(api, ctx, &args[2..], at_ms) };
+    if floor == Floor::Events && (args.len() - 2) / 2 > counted {
+        let pairs = ((args.len() - 2) / 2 - counted) as c_longlong;
         // SAFETY: ctx is the command's context; "l" takes one long long, passed as c_longlong.
         let reply = unsafe { (api.call)(ctx, c"floor.count".as_ptr(), c"l".as_ptr(), pairs) };
         // SAFETY: reply is a live reply of the call above, or null.
@@ -434,6 +461,68 @@ unsafe fn write_value(api: &Api, key: *mut RedisModuleKey, value: *mut RedisModu
         // SAFETY: key is open for writing; value is live (the server takes its own reference).
         unsafe { (api.string_set)(key, value) };
     }
+}
+
+/// What the commands replicate (the load arguments): (form, the command of a call's form).
+static PROPAGATE: OnceLock<Option<(Propagate, CString)>> = OnceLock::new();
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Propagate {
+    Set,
+    Apply,
+    Native,
+}
+
+/// Replicates a call's `pairs` (deadline `at_ms`) as the load arguments say; returns how many
+/// changes that counted (one per command).
+///
+/// # Safety
+///
+/// `ctx` is a command context; `pairs` are its live arguments.
+unsafe fn propagate(
+    api: &Api,
+    ctx: *mut RedisModuleCtx,
+    pairs: &[*mut RedisModuleString],
+    at_ms: mstime_t,
+) -> usize {
+    let Some(Some((form, command))) = PROPAGATE.get() else {
+        return 0;
+    };
+    let (vector, n, at) = (pairs.as_ptr().cast_mut(), pairs.len(), at_ms as c_longlong);
+    let (pxat, keys) = (c"PXAT".as_ptr(), (n / 2) as c_longlong);
+    // SAFETY: ctx is the command's context; the formats match their arguments ("s" live strings,
+    // "v" an array of n live strings and its length, "l" a long long, "c" a static C string;
+    // what follows a format's last is not read); the tail strings are made here and freed once,
+    // after their last use.
+    unsafe {
+        let (format, first) = match form {
+            Propagate::Apply => (c"lv", at),
+            Propagate::Native => (c"lvcl", keys),
+            Propagate::Set => {
+                let tail = [
+                    (api.create_string)(ctx, pxat, 4),
+                    (api.create_number)(ctx, at),
+                ];
+                let (set, ssv, rest) = (c"SET".as_ptr(), c"ssv".as_ptr(), tail.as_ptr().cast_mut());
+                for pair in pairs.chunks_exact(2) {
+                    (api.replicate)(ctx, set, ssv, pair[0], pair[1], rest, 2usize);
+                }
+                let _ = tail.map(|string| (api.free_string)(ctx, string));
+                return n / 2;
+            }
+        };
+        (api.replicate)(
+            ctx,
+            command.as_ptr(),
+            format.as_ptr(),
+            first,
+            vector,
+            n,
+            pxat,
+            at,
+        );
+    }
+    1
 }
 
 /// `floor.count n`: n changes for RDB save points, as MSETEX counts them.

@@ -1,11 +1,11 @@
 //! The Markdown of docs/BENCHMARKS.md, section by section.
 
-use super::{instr, Report};
+use super::{goals::goals, Report};
+use crate::instr::report::{END, START};
 use crate::machine::machine;
 use crate::plan::*;
 use crate::run::Bench;
-use crate::targets::{goals, Targets};
-use msetex_harness::RENAMED;
+use crate::targets::{goals_table, Targets};
 use std::fmt::Write as _;
 
 impl Report {
@@ -15,17 +15,13 @@ impl Report {
         header_markdown(bench, &mut md);
         method_markdown(bench, &mut md);
         self.targets_markdown(bench, targets, &mut md);
-        self.matrix_markdown(bench, &mut md);
-        self.big_call_markdown(bench, &mut md);
         self.rows_markdown(bench, &mut md);
-        self.classic_markdown(bench, &mut md);
-        self.memory_markdown(bench, &mut md);
         self.acl_load_markdown(bench, &mut md);
         failures_markdown(bench, &mut md);
         // The instruction bench's section (`make bench-instr`) stays as it was.
         let old = std::fs::read_to_string(&bench.options.out).unwrap_or_default();
-        if let (Some(from), Some(to)) = (old.find(instr::START), old.find(instr::END)) {
-            let _ = writeln!(md, "\n{}", &old[from..to + instr::END.len()]);
+        if let (Some(from), Some(to)) = (old.find(START), old.find(END)) {
+            let _ = writeln!(md, "\n{}", &old[from..to + END.len()]);
         }
         md
     }
@@ -38,80 +34,7 @@ impl Report {
             "Batch 100, 32-byte values unless said otherwise; ratios of server time per key \
              (below 1: MSETEX costs less).\n"
         );
-        let _ = writeln!(md, "| target | measured | holds |\n| --- | ---: | --- |");
-        super::goals_table(&goals(self, bench.servers, targets), md);
-    }
-
-    /// One line per server: the module against MSET, pipelined SETEX and
-    /// the built-in, without persistence and with a replica.
-    fn matrix_markdown(&self, bench: &Bench, md: &mut String) {
-        let _ = writeln!(
-            md,
-            "\n## Every server\n\nBatch 100, 32-byte values, server time per key as a ratio \
-             to MSET in the same round (overwrite / fresh; pipelined SETEX: CPU time). The \
-             replica runs with the module (REPLICATE MSETEX). On servers with a built-in MSETEX the module is loaded as \
-             `{RENAMED}` and replicates each call as one native MSETEX (in both modes); the last \
-             column is the module against the built-in.\n\n\
-             | server | MSETEX, no persistence | MSETEX, one replica | SETEX pipelined, one replica | built-in MSETEX, one replica | module / built-in, one replica |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: |"
-        );
-        let columns = [
-            (NONE, Variant::Module, Variant::Mset),
-            (REPLICA, Variant::Module, Variant::Mset),
-            (REPLICA, Variant::Setex, Variant::Mset),
-            (REPLICA, Variant::Builtin, Variant::Mset),
-            (REPLICA, Variant::Module, Variant::Builtin),
-        ];
-        for (index, server) in bench.servers.iter().enumerate() {
-            let note = if index == 0 {
-                " (server under test)"
-            } else {
-                ""
-            };
-            let cells = columns.map(|(setup, variant, den)| {
-                let rows = Setup::ttl(index, setup).rows(Values::Small);
-                let ratios = rows.map(|row| self.ratios.get(&(row, variant, den)));
-                match ratios {
-                    [None, None] => "-".to_owned(),
-                    _ => ratios
-                        .map(|r| r.map_or("-".into(), |r| format!("{r:.2}x")))
-                        .join(" / "),
-                }
-            });
-            let _ = writeln!(
-                md,
-                "| {}{note} | {} |",
-                server.describe(),
-                cells.join(" | ")
-            );
-        }
-    }
-
-    /// One call of 10,000 keys against one MSET, on every server.
-    fn big_call_markdown(&self, bench: &Bench, md: &mut String) {
-        let _ = writeln!(
-            md,
-            "\n## One call of 10,000 keys\n\nServer time (INFO commandstats) of one MSETEX of \
-             10,000 keys against one MSET of the same keys (no persistence; median of {} \
-             rounds; `/ MSET` is the median of within-round ratios; against the module API's \
-             floor: \"Instructions per key\" below). `refresh`: every key exists with a TTL and \
-             a value of the same length, as when a session store rewrites its sessions. \
-             Nothing else runs while such a call does: split very large batches if that \
-             matters.\n\n\
-             | server | new keys: MSETEX µs | MSET µs | / MSET | refresh: MSETEX µs | MSET µs | / MSET |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-            bench.options.rounds.max(3)
-        );
-        for (index, call) in &self.big_calls {
-            let cells =
-                call.map(|(module, mset, ratio)| format!("{module:.0} | {mset:.0} | {ratio:.2}x"));
-            let _ = writeln!(
-                md,
-                "| {} | {} |",
-                bench.servers[*index].describe(),
-                cells.join(" | ")
-            );
-        }
+        md.push_str(&goals_table(&goals(self, bench.servers, targets)));
     }
 
     /// Every row of the server under test, one table per setup.
@@ -159,44 +82,6 @@ impl Report {
                 sample.p50_ms,
                 sample.p99_ms,
                 sample.failed
-            );
-        }
-    }
-
-    /// The classic experiment, approach by approach.
-    fn classic_markdown(&self, bench: &Bench, md: &mut String) {
-        let _ = writeln!(
-            md,
-            "\n## The classic experiment: 10,000 keys with a 10 s TTL, one client\n\n\
-             A PHP client measured (a) 0.418 s, (b) 0.438 s and (c) 0.029 s per 10,000 keys \
-             on a 2019 VM. The same four approaches, timed here end to end on {} (median \
-             of {} runs):\n\n| approach | seconds per 10,000 keys |\n| --- | ---: |",
-            bench.servers[0].describe(),
-            if bench.options.quick { 1 } else { 3 }
-        );
-        for (label, seconds) in &self.classic {
-            let _ = writeln!(md, "| {label} | {seconds:.4} |");
-        }
-    }
-
-    /// Memory per key against SET ... EX.
-    fn memory_markdown(&self, bench: &Bench, md: &mut String) {
-        let _ = writeln!(
-            md,
-            "\n## Memory: 1,000,000 keys with TTL on {}\n\n\
-             | values | MSETEX (1,000 keys per call), used_memory per key | SET ... EX | ratio |\n\
-             | --- | ---: | ---: | ---: |",
-            bench.servers[0].describe()
-        );
-        for (values, msetex, set) in &self.memory.rows {
-            let _ = writeln!(
-                md,
-                "| {} | {msetex:.1} B | {set:.1} B | {:.3} |",
-                match values {
-                    Values::Integer => "integers (0 to 7.9 billion)",
-                    _ => values.label(),
-                },
-                msetex / set
             );
         }
     }

@@ -25,7 +25,7 @@ impl Progress {
             "?".to_owned()
         } else {
             let per_run = elapsed as f64 / self.done as f64;
-            minutes((per_run * (self.total - self.done) as f64) as u64)
+            minutes((per_run * self.total.saturating_sub(self.done) as f64) as u64)
         };
         eprintln!(
             "[{}/{} runs, {} so far, about {left} left] {what}",

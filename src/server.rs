@@ -253,8 +253,9 @@ pub struct Profile {
     pub numkeys_errors_worded_as_valkey: bool,
     pub keys_on_io_threads: bool,
     pub routing: Routing,
-    /// Command filters see the commands scripts run (Redis; Valkey's scripts skip them).
-    pub filters_see_script_calls: bool,
+    /// The server reads every call's keys as it reads the call, whoever needs them (Redis 8.2+,
+    /// `preprocessCommand`): a getkeys callback would run twice a call.
+    pub keys_read_with_every_call: bool,
     pub key_specs: bool,
     /// The built-in MSETEX writes each key as SET does, `set` then `expire` (Valkey, not Redis).
     pub builtin_writes_as_set: bool,
@@ -358,7 +359,7 @@ impl Profile {
             } else {
                 Routing::LegacyRangeAfterFilters
             },
-            filters_see_script_calls: redis,
+            keys_read_with_every_call: redis && server.at_least((8, 2), (0, 0)),
             key_specs: environment.key_specs,
             builtin_writes_as_set: !redis,
             replicate_without_lookup: !redis,

@@ -47,7 +47,7 @@ impl Reading {
         }
         if keynum {
             Reading::Keynum
-        } else if profile.filters_see_script_calls || profile.keys_on_io_threads {
+        } else if profile.keys_read_with_every_call || profile.keys_on_io_threads {
             Reading::Marked
         } else {
             Reading::Callback

@@ -60,10 +60,13 @@ fn the_decision_on_every_server_kind() {
         // Redis 6.2 has no key specs: the callback, everywhere.
         (redis((6, 2, 16)), false, four, T, Callback),
         (redis((6, 2, 16)), true, one, N, Callback),
-        // Redis outside cluster mode: the filter marks the keys; the keynum spec where the server
-        // said it reads its step (8.4.4+).
-        (redis((7, 0, 15)), false, one, T, Marked),
-        (redis((7, 0, 15)), false, one, N, Marked),
+        // Redis outside cluster mode: the callback where keys are read only when needed (before
+        // 8.2), else the filter marks the keys; the keynum spec where the server said it reads
+        // its step (8.4.4+).
+        (redis((7, 0, 15)), false, one, T, Callback),
+        (redis((7, 0, 15)), false, one, N, Callback),
+        (redis((8, 0, 6)), false, four, T, Callback),
+        (redis((8, 2, 0)), false, one, T, Marked),
         (redis((8, 6, 3)), false, four, T, Marked),
         (redis((8, 6, 3)), false, one, N, Keynum),
         (redis((8, 4, 2)), false, four, N, Marked),

@@ -250,6 +250,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
     /// Finishes a written key whose expiry `set` tried to set. Where that (or opening the key)
     /// failed, it is still signalled and reported as it stands (`held`: the expiry it kept) or as
     /// gone, then the failure returned: a replica must hold what the primary holds.
+    #[inline(always)]
     fn finish(
         &mut self,
         handle: Option<K::Key>,
@@ -258,24 +259,37 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         set: Result<Resolved, Abort>,
         held: Resolved,
     ) -> Result<(), Abort> {
-        let abort = match (handle, set) {
+        let expiry = match (handle, set) {
             (Some(handle), Ok(expiry)) => {
                 drop(handle); // which signals the key on Redis 8.6
-                if !self.profile.signal_on_close {
-                    self.keyspace.signal(key);
-                }
-                if let Resolved::At(_) = expiry {
-                    self.keyspace.notify(EventClass::Generic, c"expire", key);
-                }
-                self.sink.written(key, by, expiry);
-                self.written += 1;
-                return Ok(());
+                expiry
             }
             (handle, set) => {
                 drop(handle);
-                set.err().unwrap_or(Abort("open the key"))
+                return self.unfinished(key, by, set.err(), held);
             }
         };
+        if !self.profile.signal_on_close {
+            self.keyspace.signal(key);
+        }
+        if let Resolved::At(_) = expiry {
+            self.keyspace.notify(EventClass::Generic, c"expire", key);
+        }
+        self.sink.written(key, by, expiry);
+        self.written += 1;
+        Ok(())
+    }
+
+    /// `finish` where the key could not be opened or its expiry set (`failed`; none: the open).
+    #[cold]
+    #[inline(never)]
+    fn unfinished(
+        &mut self,
+        key: K::Arg,
+        by: WrittenBy,
+        failed: Option<Abort>,
+        held: Resolved,
+    ) -> Result<(), Abort> {
         self.keyspace.signal(key);
         if holds_a_value(self.keyspace.look(key)) {
             self.sink.written(key, by, held);
@@ -283,7 +297,7 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         } else {
             self.sink.vanished(key);
         }
-        Err(abort)
+        Err(failed.unwrap_or(Abort("open the key")))
     }
 
     fn done(&mut self, key: K::Arg, by: WrittenBy) -> Result<(), Abort> {

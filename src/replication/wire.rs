@@ -83,6 +83,17 @@ impl<'w, A: Copy, L: Link<A>> Wire<'w, A, L> {
         self.send_written()
     }
 
+    /// A key with another expiry than the keys waiting (the first key, or after a failed
+    /// deadline): those go first, with theirs.
+    #[cold]
+    fn expiry_changes(&mut self, expiry: Resolved) {
+        if self.expiry.is_some() {
+            let _ = self.send_written();
+        }
+        self.expiry = Some(expiry);
+        self.set_options.clear();
+    }
+
     /// Sends the written pairs not sent yet (as the call's one command where calls go as one, else
     /// or on failure as `SET` each), then counts the changes left (a failing counter only delays
     /// save points).
@@ -151,13 +162,8 @@ impl<A: Copy, L: Link<A>> Sink<A> for Wire<'_, A, L> {
         if by == WrittenBy::ReplicatedCommand {
             return;
         }
-        // A key left with another expiry than the keys waiting (a failed deadline): those go first.
-        if self.expiry.is_some_and(|pending| pending != expiry) {
-            let _ = self.send_written();
-        }
         if self.expiry != Some(expiry) {
-            self.expiry = Some(expiry);
-            self.set_options.clear();
+            self.expiry_changes(expiry);
         }
         match (self.sends, by) {
             (Sends::PerKey, _) | (_, WrittenBy::Command) => {}

@@ -248,7 +248,8 @@ impl Measured<'_> {
     fn start(bench: &Bench, setup: Setup) -> (Running, Option<Connection>) {
         let mut running = bench.start(setup);
         let listeners = match setup.persistence {
-            Persistence::None => "none",
+            // A fresh single-node cluster: no replica, no slot export, so nobody.
+            Persistence::None | Persistence::Cluster => "none",
             Persistence::Aof | Persistence::ClusterAof => "aof",
             _ => "possible",
         };

@@ -46,8 +46,8 @@ pub enum Persistence {
     None,
     Aof,
     Replica,
-    /// Cluster mode, one node owning every slot, nothing else: where the
-    /// module never trusts "nobody listens" (docs/DESIGN.md).
+    /// Cluster mode, one node owning every slot, nothing else: nobody listens, as
+    /// outside it, until a slot export starts (docs/DESIGN.md, "Nobody listens").
     Cluster,
     /// Cluster mode with the AOF (the instruction bench's call of 100,000 pairs).
     ClusterAof,
@@ -203,11 +203,12 @@ pub fn setup_label(server: &Target, setup: Setup) -> String {
 }
 
 /// What the module propagates in `setup` on `server`, as bench/floor's load arguments (its floors
-/// then propagate the same): nothing while nobody listens; the built-in's MSETEX where the module
-/// replicates natively; else per REPLICATE mode, per key `SET` or per call `<name>.apply`.
+/// then propagate the same): nothing while nobody listens (no persistence; a single-node cluster
+/// exporting no slot); the built-in's MSETEX where the module replicates natively; else per
+/// REPLICATE mode, per key `SET` or per call `<name>.apply`.
 pub fn propagation(server: &Target, setup: Setup) -> String {
     match (setup.persistence, setup.replicate) {
-        (Persistence::None, _) => String::new(),
+        (Persistence::None | Persistence::Cluster, _) => String::new(),
         (p, _) if server.replicates_natively(p.cluster()) => "native MSETEX".into(),
         (_, Replicate::Set) => "set".into(),
         (_, Replicate::Msetex) => format!("apply {}.apply", server.command_name()),

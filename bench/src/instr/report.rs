@@ -189,19 +189,18 @@ impl Instr {
             for &workload in workloads {
                 let row = |values| setup.rows(values)[workload as usize].batch(batch);
                 let rows: Vec<Row> = values.iter().map(|v| row(*v)).collect();
-                // Against the built-in: at most the limit, or the floor's own distance from the
-                // built-in times the floor's target (without persistence, same regime, workload).
+                // Against the built-in or pipelined SETEX: at most the limit, or the row's floor's
+                // own distance from it times the floor's target (without persistence, same regime,
+                // workload): one rule for the module and its floor.
                 let cell = |row: Row| {
                     let limit = targets.at_most(&name_of(part, ratio, row));
-                    let floor = self.figure(Count(None), row) / self.count(row, Variant::Builtin);
+                    let over = match figure {
+                        Over(Some(other)) => self.count(row, other),
+                        _ => return (self.figure(figure, row), limit, limit),
+                    };
+                    let floor = self.figure(Count(None), row) / over;
                     let floor_limit = targets.at_most(&name_of("", "msetex/floor", row.at(plain)));
-                    let raised = bound(limit, floor, floor_limit);
-                    let builtin = ratio == "module/builtin";
-                    (
-                        self.figure(figure, row),
-                        limit,
-                        if builtin { raised } else { limit },
-                    )
+                    (self.figure(figure, row), limit, bound(limit, floor, floor_limit))
                 };
                 let cells: Vec<_> = rows.iter().map(|row| cell(*row)).collect();
                 let held: Vec<bool> = cells.iter().map(|(f, _, bound)| f <= bound).collect();
@@ -298,13 +297,15 @@ impl Instr {
              close, `expire`), the cheaper that leaves each key with MSETEX's OBJECT ENCODING (last \
              table). One rule for the module and its floors: both must leave SET EX's encoding or \
              a MEMORY USAGE within 5% of SET EX's (a target, on every row). A floor propagates \
-             what the module does (bench/floor's load arguments): nothing without persistence; \
+             what the module does (bench/floor's load arguments): nothing while nobody listens (no \
+             persistence, a single-node cluster); \
              per key `SET k v PXAT ms` (`RedisModule_Replicate`) for REPLICATE SET; per call \
              `<name>.apply ms k v ...`, or natively `MSETEX n k v ... PXAT ms`. `floor.bare`: \
              `floor.events` without events, signal or count.\n\
              - ratios: MSETEX's over the row's floor's, pipelined SETEX's or the built-in's (the \
-             module then `{RENAMED}`). A module / built-in cell holds up to max(its limit, floor \
-             / built-in x the floor's target without persistence), the bound shown where higher.\n\n\
+             module then `{RENAMED}`). A cell against pipelined SETEX or the built-in holds up \
+             to max(its limit, floor / that yardstick x the floor's target without persistence), \
+             the bound shown where higher: one rule for the module and its floor.\n\n\
              ### Targets, in instructions\n\nA figure per regime of values (no persistence: \
              short keys / long keys / integers / 1 KB values; with persistence: short keys / \
              long keys; the {BIG_CALL}-key call: long keys).\n"

@@ -111,11 +111,9 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     };
     let watching = ffi::watch::<Hooks>(raw, export_event);
     if !watching && plan.module.keys.filters() {
-        return Err(
-            "this server offers no command filter or server events to this module, and \
-                    its filter must rewrite calls before the server reads their keys here"
-                .to_owned(),
-        );
+        let why = "this server offers no command filter or server events to this module, and its \
+                   filter must rewrite calls before the server reads their keys here";
+        return Err(why.to_owned());
     }
     replication::set_watching(watching && profile.shortcut_allowed());
     let acl_note = profile.acl.load_note(&plan.module.name);

@@ -150,11 +150,7 @@ pub enum ServerCommand {
 }
 
 impl ServerCommand {
-    pub const ALL: [ServerCommand; 3] = [
-        ServerCommand::Mset,
-        ServerCommand::Set,
-        ServerCommand::Msetex,
-    ];
+    pub const ALL: [ServerCommand; 3] = [Self::Mset, Self::Set, Self::Msetex];
 
     pub fn name(self) -> &'static CStr {
         match self {
@@ -300,7 +296,7 @@ impl KeynumStep {
         }
     }
 
-    pub fn label(self) -> &'static std::ffi::CStr {
+    pub fn label(self) -> &'static CStr {
         match self {
             KeynumStep::Read => c"read",
             KeynumStep::NotRead => c"not_read",

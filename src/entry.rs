@@ -19,7 +19,7 @@ impl ffi::Module for Entry {
     /// MODULE LOAD / `loadmodule`.
     fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         let given = config::parse_load_args(args)?;
-        ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
+        ffi::register_configs::<Entry>(raw, &config::begin(&given)?)?;
         let options = config::settle(&given)?;
         let fields = ffi::server_info_fields(
             c"server",
@@ -100,7 +100,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         profile.signal_on_close,
         profile.replicate_without_lookup,
     )?;
-    ffi::register_info::<Info>(raw)?;
+    ffi::register_info::<Entry>(raw)?;
     let mut warnings: Vec<String> = Vec::new();
     for command in &plan.commands {
         create(raw, command, profile.acl, &mut warnings)?;
@@ -109,7 +109,7 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         SlotExport::Announced { event, .. } => Some(event),
         SlotExport::None => None,
     };
-    let watching = ffi::watch::<Hooks>(raw, export_event);
+    let watching = ffi::watch::<Entry>(raw, export_event);
     if !watching && plan.module.keys.filters() {
         let why = "this server offers no command filter or server events to this module, and its \
                    filter must rewrite calls before the server reads their keys here";
@@ -208,9 +208,7 @@ impl ffi::Command for Changes {
     }
 }
 
-struct Hooks;
-
-impl ffi::Hooks for Hooks {
+impl ffi::Hooks for Entry {
     fn filter_wants(name: &[u8]) -> bool {
         UNHELD.store(false, Ordering::Relaxed);
         if replication::is_replication_handshake(name) {
@@ -258,9 +256,7 @@ impl ffi::Hooks for Hooks {
 }
 
 /// `msetex.syntax`, `msetex.replicate`, `msetex.command-name` (`config::CHOICES`).
-struct Configs;
-
-impl ffi::Configs for Configs {
+impl ffi::Configs for Entry {
     fn get(index: usize) -> String {
         config::get(index)
     }
@@ -271,9 +267,7 @@ impl ffi::Configs for Configs {
 }
 
 /// `INFO msetex`.
-struct Info;
-
-impl ffi::InfoSection for Info {
+impl ffi::InfoSection for Entry {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)> {
         let numbers = stats::fields().map(|(name, value)| (name, InfoValue::Integer(value)));
         let mut fields = Vec::from(numbers);

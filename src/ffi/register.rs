@@ -265,12 +265,8 @@ fn key_spec(
         },
     };
     let index = |pos| {
-        (
-            BS_INDEX,
-            Bs {
-                index: BsIndex { pos },
-            },
-        )
+        let index = BsIndex { pos };
+        (BS_INDEX, Bs { index })
     };
     let (begin, incomplete, find_keys_type, fk) = match spec {
         KeySpec::Range {

@@ -38,13 +38,12 @@ impl ffi::Module for Entry {
             ffi::log(raw, LogLevel::Notice, &note);
         }
         let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+        let jemalloc = allocator.iter().any(|(_, v)| v.starts_with("jemalloc"));
         let cluster = ffi::cluster_enabled(raw);
         let environment = Environment {
             cluster,
             io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
-            jemalloc: allocator
-                .first()
-                .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+            jemalloc,
             callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
             name_in_use: if options.default_name() || options.command_name.contains('.') {
                 Some(false)
@@ -94,12 +93,8 @@ const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let profile = &plan.module.profile;
-    ffi::set_module_options(
-        raw,
-        profile.atomic_slot_migration,
-        profile.signal_on_close,
-        profile.replicate_without_lookup,
-    )?;
+    let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
+    ffi::set_module_options(raw, asm, on_close, profile.replicate_without_lookup)?;
     ffi::register_info::<Entry>(raw)?;
     let mut warnings: Vec<String> = Vec::new();
     for command in &plan.commands {

@@ -82,15 +82,11 @@ pub fn plan(
         profile,
     };
     let io_threads_assumed = environment.io_threads.is_none() && module.profile.keys_on_io_threads;
-    let keys_note = module.keys.load_note(io_threads_assumed);
-    let notes = module
-        .replication
-        .load_note()
-        .into_iter()
-        .chain([keys_note]);
+    let mut notes: Vec<String> = module.replication.load_note().into_iter().collect();
+    notes.push(module.keys.load_note(io_threads_assumed));
     Ok(Plan::Register(Box::new(Registrations {
         registered,
-        notes: notes.collect(),
+        notes,
         commands: registrations(&module),
         module,
     })))

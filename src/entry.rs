@@ -25,15 +25,14 @@ impl ffi::Module for Entry {
             c"server",
             &["redis_version", "server_name", "valkey_version"],
         );
+        let unknown = "cannot tell which server this is (INFO server has no version the module \
+                       can read); MSETEX writes keys as each server's SET does, so it loads only \
+                       on a server it knows (Redis 6.2+, Valkey 7.2+)";
         let server = Server::identify(|name| {
             let field = fields.iter().find(|(field, _)| *field == name);
             field.map(|(_, value)| value.as_str())
         })
-        .ok_or(
-            "cannot tell which server this is (INFO server has no version the module can read); \
-             MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
-             (Redis 6.2+, Valkey 7.2+)",
-        )?;
+        .ok_or(unknown)?;
         if let Some(note) = server.untested_note() {
             ffi::log(raw, LogLevel::Notice, &note);
         }

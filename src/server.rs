@@ -336,10 +336,8 @@ impl Profile {
     pub fn new(server: &Server, environment: Environment) -> Profile {
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
-        let builtin = match (
-            server.has_builtin_msetex() || environment.builtin_listed == Some(true),
-            environment.callable.has(ServerCommand::Msetex),
-        ) {
+        let has_builtin = server.has_builtin_msetex() || environment.builtin_listed == Some(true);
+        let builtin = match (has_builtin, environment.callable.has(ServerCommand::Msetex)) {
             (false, _) => Builtin::None,
             (true, true) => Builtin::Serving,
             (true, false) => Builtin::RenamedAway,

@@ -206,9 +206,7 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
         // Every argument in place before any change: new ones made, the command's own retained.
         let prepare = |change: &ArgsChange| change.with.iter().map(|p| filter.prepare(p)).collect();
         let prepared: Option<Vec<Vec<OwnedString>>> = changes.iter().map(prepare).collect();
-        let Some(prepared) = prepared else {
-            return;
-        };
+        let Some(prepared) = prepared else { return };
         let mut argc = args.len();
         for (change, with) in changes.iter().zip(prepared) {
             let added = with.len();

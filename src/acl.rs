@@ -108,13 +108,9 @@ pub fn check_capability<A: Copy, P: Permissions<A>>(
     if !user.allows(&[&[mset]]) {
         return Err(Lacks::Mset);
     }
-    let lacking = pairs
-        .chunks_exact(2)
-        .find(|pair| !user.allows(&[&[mset], pair]));
-    Err(lacking
-        .unwrap_or(pairs)
-        .first()
-        .map_or(Lacks::Mset, |key| Lacks::Key(*key)))
+    let lacking = pairs.chunks_exact(2).find(|p| !user.allows(&[&[mset], p]));
+    let key = lacking.unwrap_or(pairs).first();
+    Err(key.map_or(Lacks::Mset, |key| Lacks::Key(*key)))
 }
 
 impl<'a> Permissions<Arg<'a>> for AclUser<'_> {

@@ -88,8 +88,7 @@ pub fn parse_load_args(args: &[&[u8]]) -> Result<[Option<String>; 3], String> {
 }
 
 /// What each configuration holds, as the server set it; once `settled`, the values in force.
-static HELD: Mutex<([String; 3], bool)> =
-    Mutex::new(([String::new(), String::new(), String::new()], false));
+static HELD: Mutex<([String; 3], bool)> = Mutex::new(([const { String::new() }; 3], false));
 
 fn held() -> MutexGuard<'static, ([String; 3], bool)> {
     HELD.lock().unwrap_or_else(PoisonError::into_inner)

@@ -19,32 +19,30 @@ impl ffi::Module for Entry {
     /// MODULE LOAD / `loadmodule`.
     fn load(raw: *mut ffi::RawCtx, args: &[&[u8]]) -> Result<(), String> {
         let given = config::parse_load_args(args)?;
-        ffi::register_configs::<Configs>(raw, &config::begin(&given)?)?;
+        ffi::register_configs::<Entry>(raw, &config::begin(&given)?)?;
         let options = config::settle(&given)?;
         let fields = ffi::server_info_fields(
             c"server",
             &["redis_version", "server_name", "valkey_version"],
         );
+        let unknown = "cannot tell which server this is (INFO server has no version the module \
+                       can read); MSETEX writes keys as each server's SET does, so it loads only \
+                       on a server it knows (Redis 6.2+, Valkey 7.2+)";
         let server = Server::identify(|name| {
             let field = fields.iter().find(|(field, _)| *field == name);
             field.map(|(_, value)| value.as_str())
         })
-        .ok_or(
-            "cannot tell which server this is (INFO server has no version the module can read); \
-             MSETEX writes keys as each server's SET does, so it loads only on a server it knows \
-             (Redis 6.2+, Valkey 7.2+)",
-        )?;
+        .ok_or(unknown)?;
         if let Some(note) = server.untested_note() {
             ffi::log(raw, LogLevel::Notice, &note);
         }
         let allocator = ffi::server_info_fields(c"memory", &["mem_allocator"]);
+        let jemalloc = allocator.iter().any(|(_, v)| v.starts_with("jemalloc"));
         let cluster = ffi::cluster_enabled(raw);
         let environment = Environment {
             cluster,
             io_threads: ffi::config_number(raw, c"io-threads").and_then(|n| u32::try_from(n).ok()),
-            jemalloc: allocator
-                .first()
-                .is_some_and(|(_, value)| value.starts_with("jemalloc")),
+            jemalloc,
             callable: Callable::probe(|command| ffi::command_callable(raw, command.name())),
             name_in_use: if options.default_name() || options.command_name.contains('.') {
                 Some(false)
@@ -94,13 +92,9 @@ const KEYNUM_PROBE: [&[u8]; 6] = [b"MSETEX", b"2", b"a", b"v", b"b", b"v"];
 
 fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
     let profile = &plan.module.profile;
-    ffi::set_module_options(
-        raw,
-        profile.atomic_slot_migration,
-        profile.signal_on_close,
-        profile.replicate_without_lookup,
-    )?;
-    ffi::register_info::<Info>(raw)?;
+    let (asm, on_close) = (profile.atomic_slot_migration, profile.signal_on_close);
+    ffi::set_module_options(raw, asm, on_close, profile.replicate_without_lookup)?;
+    ffi::register_info::<Entry>(raw)?;
     let mut warnings: Vec<String> = Vec::new();
     for command in &plan.commands {
         create(raw, command, profile.acl, &mut warnings)?;
@@ -109,13 +103,11 @@ fn register(raw: *mut ffi::RawCtx, plan: Registrations) -> Result<(), String> {
         SlotExport::Announced { event, .. } => Some(event),
         SlotExport::None => None,
     };
-    let watching = ffi::watch::<Hooks>(raw, export_event);
+    let watching = ffi::watch::<Entry>(raw, export_event);
     if !watching && plan.module.keys.filters() {
-        return Err(
-            "this server offers no command filter or server events to this module, and \
-                    its filter must rewrite calls before the server reads their keys here"
-                .to_owned(),
-        );
+        let why = "this server offers no command filter or server events to this module, and its \
+                   filter must rewrite calls before the server reads their keys here";
+        return Err(why.to_owned());
     }
     replication::set_watching(watching && profile.shortcut_allowed());
     let acl_note = profile.acl.load_note(&plan.module.name);
@@ -210,9 +202,7 @@ impl ffi::Command for Changes {
     }
 }
 
-struct Hooks;
-
-impl ffi::Hooks for Hooks {
+impl ffi::Hooks for Entry {
     fn filter_wants(name: &[u8]) -> bool {
         UNHELD.store(false, Ordering::Relaxed);
         if replication::is_replication_handshake(name) {
@@ -260,9 +250,7 @@ impl ffi::Hooks for Hooks {
 }
 
 /// `msetex.syntax`, `msetex.replicate`, `msetex.command-name` (`config::CHOICES`).
-struct Configs;
-
-impl ffi::Configs for Configs {
+impl ffi::Configs for Entry {
     fn get(index: usize) -> String {
         config::get(index)
     }
@@ -273,9 +261,7 @@ impl ffi::Configs for Configs {
 }
 
 /// `INFO msetex`.
-struct Info;
-
-impl ffi::InfoSection for Info {
+impl ffi::InfoSection for Entry {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)> {
         let numbers = stats::fields().map(|(name, value)| (name, InfoValue::Integer(value)));
         let mut fields = Vec::from(numbers);

@@ -82,15 +82,11 @@ pub fn plan(
         profile,
     };
     let io_threads_assumed = environment.io_threads.is_none() && module.profile.keys_on_io_threads;
-    let keys_note = module.keys.load_note(io_threads_assumed);
-    let notes = module
-        .replication
-        .load_note()
-        .into_iter()
-        .chain([keys_note]);
+    let mut notes: Vec<String> = module.replication.load_note().into_iter().collect();
+    notes.push(module.keys.load_note(io_threads_assumed));
     Ok(Plan::Register(Box::new(Registrations {
         registered,
-        notes: notes.collect(),
+        notes,
         commands: registrations(&module),
         module,
     })))
@@ -139,29 +135,18 @@ fn check_commands(
     let native = profile.native_replication();
     let acl_why = "asks the server whether the user may run it on the call's keys (MSETEX's ACL \
                    check on Redis 7.0)";
+    let mset_why = "writes the values the key API cannot store as SET does (integers, strings SET \
+                    embeds)";
+    let past_why = "decides, key by key, what a deadline in the past does on this server";
+    let per_key_why =
+        "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)";
+    let native_why = "is what replicas and the AOF get where the server runs MSETEX itself";
     let needs = [
         (batch, Msetex, "writes what the key API cannot"),
-        (
-            !batch,
-            Mset,
-            "writes the values the key API cannot store as SET does (integers, strings SET \
-             embeds)",
-        ),
-        (
-            past,
-            Set,
-            "decides, key by key, what a deadline in the past does on this server",
-        ),
-        (
-            replication.sent == Sent::PerKey,
-            Set,
-            "is what REPLICATE SET sends to replicas and the AOF (REPLICATE MSETEX does not)",
-        ),
-        (
-            native,
-            Msetex,
-            "is what replicas and the AOF get where the server runs MSETEX itself",
-        ),
+        (!batch, Mset, mset_why),
+        (past, Set, past_why),
+        (replication.sent == Sent::PerKey, Set, per_key_why),
+        (native, Msetex, native_why),
         (acl, Mset, acl_why),
         (acl, Set, acl_why),
     ];

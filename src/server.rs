@@ -150,11 +150,7 @@ pub enum ServerCommand {
 }
 
 impl ServerCommand {
-    pub const ALL: [ServerCommand; 3] = [
-        ServerCommand::Mset,
-        ServerCommand::Set,
-        ServerCommand::Msetex,
-    ];
+    pub const ALL: [ServerCommand; 3] = [Self::Mset, Self::Set, Self::Msetex];
 
     pub fn name(self) -> &'static CStr {
         match self {
@@ -300,7 +296,7 @@ impl KeynumStep {
         }
     }
 
-    pub fn label(self) -> &'static std::ffi::CStr {
+    pub fn label(self) -> &'static CStr {
         match self {
             KeynumStep::Read => c"read",
             KeynumStep::NotRead => c"not_read",
@@ -340,10 +336,8 @@ impl Profile {
     pub fn new(server: &Server, environment: Environment) -> Profile {
         let redis = server.product == Product::Redis;
         let redis_6 = redis && server.version < (7, 0, 0);
-        let builtin = match (
-            server.has_builtin_msetex() || environment.builtin_listed == Some(true),
-            environment.callable.has(ServerCommand::Msetex),
-        ) {
+        let has_builtin = server.has_builtin_msetex() || environment.builtin_listed == Some(true);
+        let builtin = match (has_builtin, environment.callable.has(ServerCommand::Msetex)) {
             (false, _) => Builtin::None,
             (true, true) => Builtin::Serving,
             (true, false) => Builtin::RenamedAway,

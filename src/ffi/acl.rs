@@ -133,9 +133,7 @@ impl AclUser<'_> {
             return Err(*first);
         };
         for pair in pairs.chunks_exact(2) {
-            let [key, value] = pair else {
-                continue;
-            };
+            let [key, value] = pair else { continue };
             if let Some([key_slot, value_slot]) = self.argv.get_mut(1..3) {
                 *key_slot = key.ptr;
                 *value_slot = value.ptr;

@@ -101,12 +101,16 @@ pub fn on_load<M: Module>(
         // SAFETY: the server passes argc live load arguments.
         let args = unsafe { load.args(argv, argc, Arg::of) };
         let args: Vec<&[u8]> = args.iter().map(|arg| arg.bytes()).collect();
-        catch_unwind(AssertUnwindSafe(|| M::load(ctx, &args)))
-            .unwrap_or_else(|_| Err("internal error (panic caught)".to_owned()))
+        caught(AssertUnwindSafe(|| M::load(ctx, &args)))
     });
     let Err(reason) = loaded else { return OK };
     log(ctx, LogLevel::Warning, &format!("not loaded: {reason}"));
     ERR
+}
+
+/// `f`'s result, a panic caught as an error.
+fn caught(f: impl FnOnce() -> Result<(), String> + std::panic::UnwindSafe) -> Result<(), String> {
+    catch_unwind(f).unwrap_or_else(|_| Err("internal error (panic caught)".to_owned()))
 }
 
 /// `RedisModule_OnUnload`: an error cancels the unload (a panic too).
@@ -202,19 +206,15 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
         // Every argument in place before any change: new ones made, the command's own retained.
         let prepare = |change: &ArgsChange| change.with.iter().map(|p| filter.prepare(p)).collect();
         let prepared: Option<Vec<Vec<OwnedString>>> = changes.iter().map(prepare).collect();
-        let Some(prepared) = prepared else {
-            return;
-        };
+        let Some(prepared) = prepared else { return };
         let mut argc = args.len();
         for (change, with) in changes.iter().zip(prepared) {
             let added = with.len();
             // SAFETY: the positions exist (checked, and tracked through each change).
             if change.at + change.replaced > argc || !unsafe { filter.change(change, with) } {
                 // A failed rewrite makes the command an unknown one, refused, not half rewritten.
-                if let Some(refused) = OwnedString::from_bytes(
-                    filter.api,
-                    b"msetex: the command could not be rewritten",
-                ) {
+                let refused = b"msetex: the command could not be rewritten";
+                if let Some(refused) = OwnedString::from_bytes(filter.api, refused) {
                     // SAFETY: position 0 always exists.
                     unsafe { filter.put(0, refused, true) };
                 }
@@ -324,8 +324,7 @@ pub(super) unsafe extern "C" fn config_set<C: Configs>(
 ) -> c_int {
     let Some(api) = API.get() else { return ERR };
     let value = String::from_utf8_lossy(Arg::of(api, value).bytes());
-    let set = catch_unwind(|| C::set(index.addr(), &value));
-    let error = match set.unwrap_or_else(|_| Err("internal error (panic caught)".to_owned())) {
+    let error = match caught(|| C::set(index.addr(), &value)) {
         Ok(()) => return OK,
         Err(error) => OwnedString::from_bytes(api, error.as_bytes()),
     };

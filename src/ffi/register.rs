@@ -5,6 +5,7 @@ use std::ptr::without_provenance_mut;
 
 use libc::c_int;
 use raw::RedisModuleCommandArg as CommandArg;
+use raw::RedisModuleCommandKeySpec as RawKeySpec;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_1 as Bs;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 as BsIndex;
 use raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_2 as BsKeyword;
@@ -168,7 +169,7 @@ pub fn set_command_info(ctx: *mut RawCtx, name: &CStr, docs: &Docs) -> Result<bo
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
-        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_keyspec: std::mem::size_of::<RawKeySpec>(),
         sizeof_arg: std::mem::size_of::<CommandArg>(),
     };
     let command_info = raw::RedisModuleCommandInfo {
@@ -252,11 +253,7 @@ fn arg_type(kind: ArgKind) -> raw::RedisModuleCommandArgType {
     }
 }
 
-fn key_spec(
-    spec: KeySpec,
-    notes: Option<&'static CStr>,
-    mut flags: u32,
-) -> raw::RedisModuleCommandKeySpec {
+fn key_spec(spec: KeySpec, notes: Option<&'static CStr>, mut flags: u32) -> RawKeySpec {
     let range = |lastkey, keystep| Fk {
         range: FkRange {
             lastkey,
@@ -265,12 +262,8 @@ fn key_spec(
         },
     };
     let index = |pos| {
-        (
-            BS_INDEX,
-            Bs {
-                index: BsIndex { pos },
-            },
-        )
+        let index = BsIndex { pos };
+        (BS_INDEX, Bs { index })
     };
     let (begin, incomplete, find_keys_type, fk) = match spec {
         KeySpec::Range {
@@ -308,7 +301,7 @@ fn key_spec(
         flags |= raw::REDISMODULE_CMD_KEY_INCOMPLETE;
     }
     let (begin_search_type, bs) = begin;
-    raw::RedisModuleCommandKeySpec {
+    RawKeySpec {
         notes: notes.map_or(std::ptr::null(), CStr::as_ptr),
         flags: u64::from(flags),
         begin_search_type,
@@ -320,7 +313,7 @@ fn key_spec(
 
 /// The terminator of a key spec array: all zero (`KSPEC_BS_INVALID`, `KSPEC_FK_OMITTED`).
 // SAFETY: every field is a pointer (NULL), an integer or a union of integers.
-const KEY_SPEC_END: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+const KEY_SPEC_END: RawKeySpec = unsafe { std::mem::zeroed() };
 
 /// Puts the command in ACL categories (Redis 7.2+); `Ok(false)` where the module API cannot.
 pub fn set_acl_categories(

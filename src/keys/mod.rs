@@ -191,11 +191,8 @@ impl Keys {
                  SLOWLOG show that form); COMMAND INFO tells clients to ask COMMAND GETKEYS"
             }
         };
-        let threads = if io_threads_assumed {
-            " (io-threads could not be read, CONFIG renamed?, so taken as above 1)"
-        } else {
-            ""
-        };
+        let threads = " (io-threads could not be read, CONFIG renamed?, so taken as above 1)";
+        let threads = if io_threads_assumed { threads } else { "" };
         let step = match (self.syntax, self.step) {
             (Syntax::Ttl, _) | (_, KeynumStep::Read) => "",
             (Syntax::Numkeys, KeynumStep::NotRead) => {

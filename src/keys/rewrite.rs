@@ -121,24 +121,21 @@ impl Keys {
             let words: Vec<_> = words.iter().map(|w| String::from_utf8_lossy(w)).collect();
             words.join(" ")
         };
+        let (call, probe) = (shown(&call), shown(&PROBE_KEYS));
         match getkeys(&asked) {
             Some(keys) if keys == PROBE_KEYS => Ok(()),
             None if !keynum => Ok(()),
             None => Err(format!(
                 "COMMAND GETKEYS could not confirm that the server reads the keynum key \
-                 specification of '{}' with its step, so ACL key patterns and cluster slots \
-                 might not see every key: MSETEX does not load here (restore COMMAND's name)",
-                shown(&call)
+                 specification of '{call}' with its step, so ACL key patterns and cluster slots \
+                 might not see every key: MSETEX does not load here (restore COMMAND's name)"
             )),
             Some(keys) => {
-                let read: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let read = shown(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
                 Err(format!(
-                    "the server reads the keys of '{}' as [{}], not [{}] (its key \
+                    "the server reads the keys of '{call}' as [{read}], not [{probe}] (its key \
                      specifications do not say where this call's keys are), so ACL key patterns \
-                     and cluster slots would not see every key: MSETEX does not load here",
-                    shown(&call),
-                    shown(&read),
-                    shown(&PROBE_KEYS)
+                     and cluster slots would not see every key: MSETEX does not load here"
                 ))
             }
         }

@@ -200,7 +200,11 @@ impl Instr {
                     };
                     let floor = self.figure(Count(None), row) / over;
                     let floor_limit = targets.at_most(&name_of("", "msetex/floor", row.at(plain)));
-                    (self.figure(figure, row), limit, bound(limit, floor, floor_limit))
+                    (
+                        self.figure(figure, row),
+                        limit,
+                        bound(limit, floor, floor_limit),
+                    )
                 };
                 let cells: Vec<_> = rows.iter().map(|row| cell(*row)).collect();
                 let held: Vec<bool> = cells.iter().map(|(f, _, bound)| f <= bound).collect();

@@ -456,10 +456,10 @@ impl<K: Keyspace, S: Sink<K::Arg>> Writer<'_, K, S> {
         }
         for (index, key) in part.keys().enumerate() {
             // An access counter that cannot be put back is no reason to leave a key unsent.
-            if let (Some(lfu), Some(mut handle)) =
-                (part.lfu_of(index), self.keyspace.open(key, Touch::No))
-            {
-                handle.set_lfu(lfu);
+            if let Some(lfu) = part.lfu_of(index) {
+                if let Some(mut handle) = self.keyspace.open(key, Touch::No) {
+                    handle.set_lfu(lfu);
+                }
             }
             // As for MSET: signalled again as the caller.
             self.keyspace.signal(key);

@@ -462,10 +462,11 @@ pub fn measure_server(
 }
 
 /// Instructions per key of loading (`loader`) the AOF into which `server`, not under callgrind,
-/// wrote [`RELOADED`] new keys, 100 a call, with MSETEX and with pipelined SETEX, in the row's
-/// setup.
+/// wrote [`RELOADED`] new keys, 100 a call, with MSETEX, with pipelined SETEX and with the row's
+/// floor, in the row's setup.
 fn reload(bench: &Bench, instr: &mut Instr, row: Row, (server, loader, dir): Roles) {
-    for variant in [Variant::Module, Variant::Setex] {
+    let floor = instr.floor(row);
+    for variant in [Variant::Module, Variant::Setex].into_iter().chain(floor) {
         // The writer writes its AOF before it replies (everysec may postpone a write).
         let mut config = bench.config(row.setup);
         config.binary = Some(server);

@@ -196,6 +196,14 @@ impl Instr {
                     let limit = targets.at_most(&name_of(part, ratio, row));
                     let over = match figure {
                         Over(Some(other)) => self.count(row, other),
+                        // Applying: the row's floor's stream (the same commands, in the server's
+                        // MULTI/EXEC) against SETEX's, at the same limit.
+                        AppliedOver => {
+                            let applied = |v| self.figure(Applied(v), row);
+                            let floor = self.floor(row).map_or(f64::NAN, applied);
+                            let floor = floor / applied(Variant::Setex);
+                            return (self.figure(figure, row), limit, bound(limit, floor, limit));
+                        }
                         _ => return (self.figure(figure, row), limit, limit),
                     };
                     let floor = self.figure(Count(None), row) / over;
@@ -309,7 +317,10 @@ impl Instr {
              - ratios: MSETEX's over the row's floor's, pipelined SETEX's or the built-in's (the \
              module then `{RENAMED}`). A cell against pipelined SETEX or the built-in holds up \
              to max(its limit, floor / that yardstick x the floor's target without persistence), \
-             the bound shown where higher: one rule for the module and its floor.\n\n\
+             the bound shown where higher: one rule for the module and its floor. A replica or \
+             an AOF load applying MSETEX's stream likewise holds up to max(its limit, the \
+             floor's stream applied / SETEX's x that limit): the same commands, which the \
+             server wraps in MULTI/EXEC where one call sends more than one.\n\n\
              ### Targets, in instructions\n\nA figure per regime of values (no persistence: \
              short keys / long keys / integers / 1 KB values; with persistence: short keys / \
              long keys; the {BIG_CALL}-key call: long keys).\n"

@@ -46,6 +46,9 @@ pub enum KeysRead {
     /// Key specifications, the filter moving everything but the keys into argument 1 (Valkey in
     /// cluster mode with I/O threads).
     KeysOnly,
+    /// A key range from argument 2, every second, the filter moving what is not a pair into
+    /// argument 1 (Redis 8.2+ outside cluster mode).
+    Range,
 }
 
 impl KeysRead {
@@ -57,6 +60,7 @@ impl KeysRead {
             Some("keynum_spec") => KeysRead::KeynumSpec,
             Some("marked") => KeysRead::Marked,
             Some("keys_only") => KeysRead::KeysOnly,
+            Some("range") => KeysRead::Range,
             other => panic!("INFO msetex has no known keys field: {other:?}"),
         }
     }
@@ -68,7 +72,10 @@ impl KeysRead {
 
     /// The command filter rewrites calls (MONITOR and SLOWLOG show the rewritten form).
     pub fn rewrites(self) -> bool {
-        matches!(self, KeysRead::Marked | KeysRead::KeysOnly)
+        matches!(
+            self,
+            KeysRead::Marked | KeysRead::KeysOnly | KeysRead::Range
+        )
     }
 }
 static KEYNUM_STEP: OnceLock<Option<bool>> = OnceLock::new();

@@ -29,6 +29,10 @@ pub enum Reading {
     /// The filter moves every argument but the keys into argument 1, and keys go from 2 to the end:
     /// Valkey routes by the legacy key range in cluster mode.
     KeysOnly,
+    /// The filter moves every argument but the pairs into argument 1 (a call whose pairs run from
+    /// argument 2 to the end is left as sent), and keys go from 2 to the end, every second: Redis
+    /// 8.2+ outside cluster mode, which reads keys again after the filter.
+    Range,
 }
 
 impl Reading {
@@ -48,7 +52,9 @@ impl Reading {
         if keynum {
             Reading::Keynum
         } else if profile.keys_read_with_every_call || profile.keys_on_io_threads {
-            Reading::Marked
+            // Read before the filter too: a range costs that read little, where a mark, which a
+            // call as sent lacks, is compared with every argument.
+            Reading::Range
         } else {
             Reading::Callback
         }
@@ -60,6 +66,7 @@ impl Reading {
             Reading::Keynum => c"keynum_spec",
             Reading::Marked => c"marked",
             Reading::KeysOnly => c"keys_only",
+            Reading::Range => c"range",
         }
     }
 }
@@ -88,7 +95,10 @@ impl Keys {
     }
 
     pub fn rewrites(&self) -> bool {
-        matches!(self.reading, Reading::Marked | Reading::KeysOnly)
+        matches!(
+            self.reading,
+            Reading::Marked | Reading::KeysOnly | Reading::Range
+        )
     }
 
     /// Whether the command filter rewrites calls: every call, or beside a complete keynum spec,
@@ -110,10 +120,11 @@ impl Keys {
         }
     }
 
-    /// The arity: the form's, but -2 for `KeysOnly` (so a refused `<name> <refused>` has no keys).
+    /// The arity: the form's, but -2 for `KeysOnly` and `Range` (so a refused `<name> <refused>`
+    /// has no keys).
     pub fn arity(&self) -> i32 {
         match self.reading {
-            Reading::KeysOnly => -2,
+            Reading::KeysOnly | Reading::Range => -2,
             _ => ARITY,
         }
     }
@@ -147,6 +158,21 @@ impl Keys {
                     c"Keys after the mark the module's command filter puts in argument 1, the \
                       rest of the call packed into the last; for a call as sent, ask COMMAND \
                       GETKEYS.",
+                ),
+                legacy: (0, 0, 0),
+                ask_getkeys: true,
+            },
+            (Reading::Range, _) => KeyDocs {
+                spec: KeySpec::Range {
+                    first: 2,
+                    last: -1,
+                    step: 2,
+                    incomplete: false,
+                },
+                notes: Some(
+                    c"Keys from 2, every second, once the module's command filter moved the \
+                      arguments before and after the pairs into argument 1; for a call as sent, \
+                      ask COMMAND GETKEYS.",
                 ),
                 legacy: (0, 0, 0),
                 ask_getkeys: true,
@@ -185,6 +211,12 @@ impl Keys {
                  argument (MONITOR and SLOWLOG show that form); COMMAND INFO tells clients to ask \
                  COMMAND GETKEYS"
             }
+            Reading::Range => {
+                "the server reads them from a key range (from 2, every second), after this \
+                 module's command filter moved the options, time or numkeys of a call with options \
+                 into one argument before the pairs (MONITOR and SLOWLOG show that form); COMMAND \
+                 INFO tells clients to ask COMMAND GETKEYS"
+            }
             Reading::KeysOnly => {
                 "Valkey reads them on I/O threads from the legacy key range: this module's \
                  command filter moves every argument but the keys into one argument (MONITOR and \
@@ -217,7 +249,9 @@ impl Keys {
             }
         }
         let request = self.syntax.parse(argv, now_ms).map_err(Refusal::Parse)?;
-        if trusted || !self.rewrites() {
+        // The range reads a call whose pairs run from argument 2 to the end as sent.
+        let as_sent = self.reading == Reading::Range && request.pairs == (2..argv.len());
+        if trusted || as_sent || !self.rewrites() {
             Ok((request, Vec::new()))
         } else {
             Err(Refusal::Undeclared)

@@ -83,8 +83,18 @@ impl Keys {
             let with = std::iter::once(packed).chain(keys).collect();
             return vec![change(at + 1, after_name.len(), with)];
         }
+        let range = self.reading == Reading::Range;
+        if range && pairs.start == 2 && tail.is_empty() {
+            return Vec::new();
+        }
         let moved: Vec<&[u8]> = moved.collect();
         let options = encode(Mark::Options, Some(before), &moved);
+        if range {
+            return vec![
+                change(at + pairs.end, tail.len(), Vec::new()),
+                change(at + 1, before, vec![Piece::New(options)]),
+            ];
+        }
         vec![
             change(at + pairs.end, tail.len(), vec![Piece::New(options)]),
             change(at + 1, before, vec![Piece::New(MARK.to_bytes().to_vec())]),
@@ -253,6 +263,7 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
             (Mark::Options, *last, pairs)
         }
         Reading::KeysOnly => (Mark::KeysOnly, first, args.get(2..)?),
+        Reading::Range => (Mark::Options, first, args.get(2..)?),
         _ => return None,
     };
     let (found, moved) = decode(last)?;

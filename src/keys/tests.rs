@@ -61,15 +61,15 @@ fn the_decision_on_every_server_kind() {
         (redis((6, 2, 16)), false, four, T, Callback),
         (redis((6, 2, 16)), true, one, N, Callback),
         // Redis outside cluster mode: the callback where keys are read only when needed (before
-        // 8.2), else the filter marks the keys; the keynum spec where the server said it reads
-        // its step (8.4.4+).
+        // 8.2), else a range after the filter's packed argument; the keynum spec where the server
+        // said it reads its step (8.4.4+).
         (redis((7, 0, 15)), false, one, T, Callback),
         (redis((7, 0, 15)), false, one, N, Callback),
         (redis((8, 0, 6)), false, four, T, Callback),
-        (redis((8, 2, 0)), false, one, T, Marked),
-        (redis((8, 6, 3)), false, four, T, Marked),
+        (redis((8, 2, 0)), false, one, T, Range),
+        (redis((8, 6, 3)), false, four, T, Range),
         (redis((8, 6, 3)), false, one, N, Keynum),
-        (redis((8, 4, 2)), false, four, N, Marked),
+        (redis((8, 4, 2)), false, four, N, Range),
         // Redis in cluster mode: the callback routes, where no I/O thread asks for keys.
         (redis((7, 0, 15)), true, four, T, Callback),
         (redis((8, 6, 3)), true, one, T, Callback),
@@ -135,11 +135,12 @@ fn keys_of(syntax: Syntax, reading: Reading, step: KeynumStep) -> Keys {
     }
 }
 
-const READINGS: [Reading; 4] = [
+const READINGS: [Reading; 5] = [
     Reading::Callback,
     Reading::Keynum,
     Reading::Marked,
     Reading::KeysOnly,
+    Reading::Range,
 ];
 
 /// The deployments that exist: the keynum reading only for the NUMKEYS form whose step is read.
@@ -164,8 +165,8 @@ fn the_registration_follows_the_reading() {
         let docs = keys.docs();
         let callback = keys.reading == Reading::Callback;
         assert_eq!(keys.flags().to_bytes().ends_with(b"getkeys-api"), callback);
-        let keys_only = keys.reading == Reading::KeysOnly;
-        assert_eq!(keys.arity(), if keys_only { -2 } else { -4 });
+        let short = matches!(keys.reading, Reading::KeysOnly | Reading::Range);
+        assert_eq!(keys.arity(), if short { -2 } else { -4 });
         // A spec that describes the call after the filter tells clients to ask GETKEYS.
         assert_eq!(docs.ask_getkeys, keys.rewrites(), "{keys:?}");
         let (_, movable) = legacy_and_movable(&keys);
@@ -533,4 +534,28 @@ fn a_rewrite_is_a_few_changes_whatever_the_call() {
     let (request, values) = keys.read(&argv, NOW, false).unwrap();
     assert_eq!(request.pairs, 2..1002);
     assert_eq!(values.len(), 1000);
+}
+
+/// The range leaves a call whose pairs run to the end as sent (the server reads its keys there),
+/// and moves only what is not a pair: two changes whatever the number of pairs.
+#[test]
+fn a_range_rewrite_moves_only_what_is_not_a_pair() {
+    let keys = keys_of(Syntax::Numkeys, Reading::Range, KeynumStep::NotRead);
+    let mut call = vec![b"msetex".to_vec(), b"1000".to_vec()];
+    for i in 0..1000 {
+        call.push(format!("k{i}").into_bytes());
+        call.push(b"v".to_vec());
+    }
+    assert!(keys.rewrite("msetex", &call).is_empty());
+    assert_eq!(keys.read(&call, NOW, false).map(|r| r.0.pairs), Ok(2..2002));
+    call.extend([b"EX".to_vec(), b"60".to_vec()]);
+    let changes = keys.rewrite("msetex", &call);
+    assert_eq!(changes.len(), 2);
+    assert!(changes.iter().all(|change| change.with.len() <= 1));
+    let argv = rewritten(&keys, &call);
+    assert_eq!(
+        (argv.len(), &argv[2], &argv[2001]),
+        (2002, &call[2], &call[2001])
+    );
+    assert_eq!(keys.read(&argv, NOW, false).map(|r| r.0.pairs), Ok(2..2002));
 }

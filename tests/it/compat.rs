@@ -105,9 +105,12 @@ fn command_info_shows_the_key_specification() {
     let server = Server::start();
     let mut con = server.client();
     let info = words(&exec(&mut con, &["COMMAND", "INFO", "msetex"]).unwrap());
+    // -2 where a call the command refuses is rewritten to two arguments (no key among them).
+    let read = KeysRead::of(&mut con);
+    let arity = if read == KeysRead::Range { "-2" } else { "-4" };
     assert_eq!(
         info.get(1).map(String::as_str),
-        Some("-4"),
+        Some(arity),
         "arity: {info:?}"
     );
     for flag in ["write", "denyoom", "OW", "update"] {
@@ -117,7 +120,6 @@ fn command_info_shows_the_key_specification() {
     // marks the keys (Redis 7.0+ outside cluster mode) the first spec finds them after the mark,
     // and a second, not a key and incomplete, tells clients to ask COMMAND GETKEYS about a call
     // as sent. Movable either way.
-    let read = KeysRead::of(&mut con);
     for flag in ["movablekeys", "incomplete"] {
         assert!(info.iter().any(|w| w == flag), "{flag}: {info:?}");
     }

@@ -516,16 +516,18 @@ fn the_load_checks_the_keys_the_server_reads() {
     assert_eq!(callback.check("m", |_| panic!("not asked")), Ok(()));
 }
 
+/// `msetex 1000 {t}k0 v ... {t}k999 v`, a NUMKEYS call of 1,000 pairs without options.
+fn thousand_pairs() -> Vec<Vec<u8>> {
+    let pairs = (0..1000).flat_map(|i| [format!("{{t}}k{i}").into_bytes(), b"v".to_vec()]);
+    [b"msetex".to_vec(), b"1000".to_vec()].into_iter().chain(pairs).collect()
+}
+
 /// One pass over the arguments: a keys-only rewrite replaces the keys in place and drops the rest
 /// in one change, whatever the number of pairs.
 #[test]
 fn a_rewrite_is_a_few_changes_whatever_the_call() {
     let keys = keys_of(Syntax::Numkeys, Reading::KeysOnly, KeynumStep::Read);
-    let mut call = vec![b"msetex".to_vec(), b"1000".to_vec()];
-    for i in 0..1000 {
-        call.push(format!("{{t}}k{i}").into_bytes());
-        call.push(b"v".to_vec());
-    }
+    let mut call = thousand_pairs();
     call.extend([b"EX".to_vec(), b"60".to_vec()]);
     let changes = keys.rewrite("msetex", &call);
     assert_eq!(changes.len(), 1);
@@ -541,11 +543,7 @@ fn a_rewrite_is_a_few_changes_whatever_the_call() {
 #[test]
 fn a_range_rewrite_moves_only_what_is_not_a_pair() {
     let keys = keys_of(Syntax::Numkeys, Reading::Range, KeynumStep::NotRead);
-    let mut call = vec![b"msetex".to_vec(), b"1000".to_vec()];
-    for i in 0..1000 {
-        call.push(format!("k{i}").into_bytes());
-        call.push(b"v".to_vec());
-    }
+    let mut call = thousand_pairs();
     assert!(keys.rewrite("msetex", &call).is_empty());
     assert_eq!(keys.read(&call, NOW, false).map(|r| r.0.pairs), Ok(2..2002));
     call.extend([b"EX".to_vec(), b"60".to_vec()]);

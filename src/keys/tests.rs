@@ -519,7 +519,10 @@ fn the_load_checks_the_keys_the_server_reads() {
 /// `msetex 1000 {t}k0 v ... {t}k999 v`, a NUMKEYS call of 1,000 pairs without options.
 fn thousand_pairs() -> Vec<Vec<u8>> {
     let pairs = (0..1000).flat_map(|i| [format!("{{t}}k{i}").into_bytes(), b"v".to_vec()]);
-    [b"msetex".to_vec(), b"1000".to_vec()].into_iter().chain(pairs).collect()
+    [b"msetex".to_vec(), b"1000".to_vec()]
+        .into_iter()
+        .chain(pairs)
+        .collect()
 }
 
 /// One pass over the arguments: a keys-only rewrite replaces the keys in place and drops the rest

@@ -256,29 +256,32 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
         let error = syntax.parse(&call, now_ms).err();
         return Some(Err(error.map_or(Refusal::Marked, Refusal::Parse)));
     }
-    let args: Vec<&[u8]> = argv.iter().map(AsRef::as_ref).collect();
-    let (mark, last, after) = match reading {
-        Reading::Marked if first == MARK.to_bytes() => {
-            let (last, pairs) = args.get(2..)?.split_last()?;
-            (Mark::Options, *last, pairs)
-        }
-        Reading::KeysOnly => (Mark::KeysOnly, first, args.get(2..)?),
-        Reading::Range => (Mark::Options, first, args.get(2..)?),
+    // The packed argument, found and decoded before anything is collected: most calls hold none.
+    let (mark, at) = match reading {
+        Reading::Marked if first == MARK.to_bytes() => (
+            Mark::Options,
+            argv.len().checked_sub(1).filter(|last| *last >= 2)?,
+        ),
+        Reading::KeysOnly => (Mark::KeysOnly, 1),
+        Reading::Range => (Mark::Options, 1),
         _ => return None,
     };
-    let (found, moved) = decode(last)?;
+    let (found, moved) = decode(argv.get(at)?.as_ref())?;
     let (before, moved) = moved.split_first().filter(|_| found == mark)?;
     let before: usize = std::str::from_utf8(before).ok()?.parse().ok()?;
     let (head, rest) = (moved.get(..before)?, moved.get(before..)?);
+    let end = if at == 1 { argv.len() } else { at };
+    let after: Vec<&[u8]> = argv.get(2..end)?.iter().map(AsRef::as_ref).collect();
+    let placed = after.len();
     let (tail, values, pairs) = if mark == Mark::KeysOnly {
-        let (tail, values) = rest.split_at(rest.len().checked_sub(after.len())?);
+        let (tail, values) = rest.split_at(rest.len().checked_sub(placed)?);
         let pairs = after
             .iter()
             .zip(values)
             .flat_map(|(key, value)| [*key, *value]);
         (tail, values, pairs.collect())
     } else {
-        (rest, &[][..], after.to_vec())
+        (rest, &[][..], after)
     };
     let start = 1 + head.len();
     let in_original = start..start + pairs.len();
@@ -289,7 +292,7 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
         .collect();
     let request = match syntax.parse(&original, now_ms) {
         Ok(request) if request.pairs == in_original => Request {
-            pairs: 2..2 + after.len(),
+            pairs: 2..2 + placed,
             ..request
         },
         Ok(_) => return Some(Err(Refusal::Parse(ParseError::Syntax))),

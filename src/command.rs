@@ -7,7 +7,7 @@ use crate::acl::{self, AclCheck, Lacks};
 use crate::deadline::{self, Expiry};
 use crate::ffi::{Arg, Caller, ContextFlags, Ctx, LogReason, OwnedString, Reply};
 use crate::loaded::{Loaded, LOADED};
-use crate::outcome::{Abort, Failure, Refusal};
+use crate::outcome::{Failure, Refusal};
 use crate::replication::{self, apply, CtxLink, Wire};
 use crate::syntax::{Ack, Request};
 use crate::write::Batching;
@@ -55,11 +55,14 @@ fn run(ctx: &Ctx<'_>, module: &Loaded, args: &[Arg<'_>]) -> Result<Reply, Failur
     let flags = ctx.flags();
     let now_ms = ctx.now_ms();
     let trusted = flags.replicated || flags.loading;
-    let (request, values) = module.keys.read(args, now_ms, trusted)?;
+    let (request, held) = module.keys.read(args, now_ms, trusted)?;
     let arguments = args.get(request.pairs.clone()).unwrap_or_default();
-    // Where the filter moved the values into argv[1], they become strings of their own.
-    let values: Option<Vec<OwnedString>> = values.iter().map(|v| ctx.string(v)).collect();
-    let values = values.ok_or(Abort("read the values"))?;
+    // Where the filter rewrote the call to its keys, it holds the values.
+    let values = match held {
+        Some(token) => ctx.take_held(token, arguments.len()),
+        None => Some(Vec::new()),
+    };
+    let values = values.ok_or(Refusal::Undeclared)?;
     let interleaved: Vec<Arg<'_>>;
     let pairs = if values.is_empty() {
         arguments

@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::acl::AclCheck;
-use crate::ffi::{self, Arg, ArgsChange, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Reply};
+use crate::ffi::{self, Arg, Ctx, InfoValue, KeyPositions, LazyArg, LogLevel, Reply, Rewrite};
 use crate::loaded::{Loaded, LOADED};
 use crate::plan::{Plan, Registration, Registrations, Role};
 use crate::replication::{self, ReplicationInfo};
@@ -213,9 +213,9 @@ impl ffi::Hooks for Entry {
         LOADED.get().is_some_and(wants)
     }
 
-    fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange> {
-        let rewrite = |module: &Loaded| module.keys.rewrite(&module.name, args);
-        LOADED.get().map_or_else(Vec::new, rewrite)
+    fn filter<A: AsRef<[u8]>>(args: &[A], token: u64) -> Rewrite {
+        let rewrite = |module: &Loaded| module.keys.rewrite(&module.name, args, token);
+        LOADED.get().map_or_else(Rewrite::default, rewrite)
     }
 
     fn on_replication_event() {
@@ -265,6 +265,8 @@ impl ffi::InfoSection for Entry {
     fn fields(aof_on: bool) -> Vec<(&'static CStr, InfoValue)> {
         let numbers = stats::fields().map(|(name, value)| (name, InfoValue::Integer(value)));
         let mut fields = Vec::from(numbers);
+        let held = u64::try_from(ffi::held_calls()).unwrap_or(u64::MAX);
+        fields.push((c"held_calls", InfoValue::Integer(held)));
         let listeners = replication::listeners_label(aof_on);
         let mut text = |name, text| fields.push((name, InfoValue::Text(text)));
         text(c"replication_listeners", listeners);

@@ -113,6 +113,9 @@ module_api! {
         // Redis 7.0+ / Valkey: module configurations.
         register_string_config = RedisModule_RegisterStringConfig: fn(*mut RedisModuleCtx, *const c_char, *const c_char, libc::c_uint, raw::RedisModuleConfigGetStringFunc, raw::RedisModuleConfigSetStringFunc, raw::RedisModuleConfigApplyFunc, *mut libc::c_void) -> c_int;
         load_configs = RedisModule_LoadConfigs: fn(*mut RedisModuleCtx) -> c_int;
+        // Redis 7.2+ / Valkey: who sent a filtered command (values held for it, `held`).
+        command_filter_get_client_id = RedisModule_CommandFilterGetClientId: fn(*mut raw::RedisModuleCommandFilterCtx) -> libc::c_ulonglong;
+        get_client_info_by_id = RedisModule_GetClientInfoById: fn(*mut libc::c_void, u64) -> c_int;
     }
 }
 

@@ -10,6 +10,7 @@ use redis_module::raw::{self, RedisModuleString};
 
 use super::api::{log, Api, LogLevel, RawCtx, API, ERR, OK};
 use super::ctx::{Arg, Ctx, KeyPositions, LazyArg, OwnedString, Reply};
+use super::held;
 
 pub trait Command {
     fn run<'c>(ctx: &Ctx<'c>, args: &[Arg<'c>]) -> Reply;
@@ -46,11 +47,29 @@ impl ArgsChange {
     }
 }
 
+/// A command's rewrite: its changes, and the arguments (positions as sent) held for the command
+/// by the token the rewrite was given (`Ctx::take_held`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rewrite {
+    pub changes: Vec<ArgsChange>,
+    pub held: Vec<usize>,
+}
+
+impl From<Vec<ArgsChange>> for Rewrite {
+    fn from(changes: Vec<ArgsChange>) -> Rewrite {
+        Rewrite {
+            changes,
+            held: Vec::new(),
+        }
+    }
+}
+
 pub trait Hooks {
     /// Whether command `name` may need rewriting; runs before every command.
     fn filter_wants(name: &[u8]) -> bool;
-    /// The changes to a command [`Hooks::filter_wants`] chose (none: it runs as sent).
-    fn filter<A: AsRef<[u8]>>(args: &[A]) -> Vec<ArgsChange>;
+    /// The rewrite of a command [`Hooks::filter_wants`] chose (no change: it runs as sent);
+    /// `token` names the call whose values it holds.
+    fn filter<A: AsRef<[u8]>>(args: &[A], token: u64) -> Rewrite;
     /// A role changed, or a data set is loading.
     fn on_replication_event();
     fn on_cron();
@@ -174,9 +193,17 @@ pub(super) unsafe extern "C" fn server_event<H: Hooks>(
     _ctx: *mut RawCtx,
     event: raw::RedisModuleEvent,
     subevent: u64,
-    _data: *mut std::ffi::c_void,
+    data: *mut std::ffi::c_void,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| match event.id {
+        raw::REDISMODULE_EVENT_CLIENT_CHANGE => {
+            let gone = raw::REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED;
+            let info = data.cast::<raw::RedisModuleClientInfo>();
+            if subevent == gone && !info.is_null() {
+                // SAFETY: the event's data is the disconnecting client's info, live for the call.
+                held::forget(unsafe { (*info).id });
+            }
+        }
         raw::REDISMODULE_EVENT_CRON_LOOP => H::on_cron(),
         raw::REDISMODULE_EVENT_SHUTDOWN => H::on_shutdown(),
         raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED | raw::REDISMODULE_EVENT_LOADING => {
@@ -202,25 +229,40 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
         }
         // Read on demand: a call without options needs only its first few.
         let args: Vec<FilterArg<'_>> = (0..count).map(|pos| FilterArg(&filter, pos)).collect();
-        let changes = H::filter(&args);
+        let token = held::next_token();
+        let Rewrite {
+            changes,
+            held: to_hold,
+        } = H::filter(&args, token);
+        // A failed rewrite makes the command an unknown one, refused, not half rewritten.
+        let refuse = || {
+            let refused = b"msetex: the command could not be rewritten";
+            if let Some(refused) = OwnedString::from_bytes(filter.api, refused) {
+                // SAFETY: position 0 always exists.
+                unsafe { filter.put(0, refused, true) };
+            }
+        };
         // Every argument in place before any change: new ones made, the command's own retained.
         let prepare = |change: &ArgsChange| change.with.iter().map(|p| filter.prepare(p)).collect();
         let prepared: Option<Vec<Vec<OwnedString>>> = changes.iter().map(prepare).collect();
-        let Some(prepared) = prepared else { return };
+        let kept: Option<Vec<OwnedString>> = to_hold
+            .iter()
+            .map(|at| filter.prepare(&Piece::Sent(*at)))
+            .collect();
+        let (Some(prepared), Some(kept)) = (prepared, kept) else {
+            return refuse();
+        };
         let mut argc = args.len();
         for (change, with) in changes.iter().zip(prepared) {
             let added = with.len();
             // SAFETY: the positions exist (checked, and tracked through each change).
             if change.at + change.replaced > argc || !unsafe { filter.change(change, with) } {
-                // A failed rewrite makes the command an unknown one, refused, not half rewritten.
-                let refused = b"msetex: the command could not be rewritten";
-                if let Some(refused) = OwnedString::from_bytes(filter.api, refused) {
-                    // SAFETY: position 0 always exists.
-                    unsafe { filter.put(0, refused, true) };
-                }
-                return;
+                return refuse();
             }
             argc = argc - change.replaced + added;
+        }
+        if !kept.is_empty() && !held::hold(filter.api, filter.raw, token, kept) {
+            refuse();
         }
     });
 }

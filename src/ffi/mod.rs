@@ -6,6 +6,9 @@ mod call;
 mod callbacks;
 mod ctx;
 mod facts;
+mod held;
+
+pub use held::held_calls;
 mod key;
 mod register;
 mod sds;
@@ -15,6 +18,7 @@ pub use api::{log, LogLevel, RawCtx, Slot};
 pub use call::{fresh_part, Head, Propagation, ServerWrite, Values};
 pub use callbacks::{
     on_load, on_unload, ArgsChange, Command, Configs, Hooks, InfoSection, InfoValue, Module, Piece,
+    Rewrite,
 };
 pub use ctx::{Arg, ContextFlags, Ctx, KeyPositions, LazyArg, OwnedString, Reply, Word};
 pub use facts::{

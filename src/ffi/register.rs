@@ -100,8 +100,8 @@ pub fn register_configs<C: Configs>(
     checked(status, (), || why.into())
 }
 
-/// Subscribes `H` to role changes, loading, cron, shutdown and `event` (if any), and makes it the
-/// command filter; false if the server cannot deliver one of them.
+/// Subscribes `H` to role changes, loading, cron, shutdown and `event` (if any), `held` to
+/// clients' disconnection, and makes `H` the command filter; false if the server cannot deliver one of them.
 pub fn watch<H: Hooks>(ctx: *mut RawCtx, event: Option<u64>) -> bool {
     API.get().is_some_and(|api| {
         let events = [
@@ -109,6 +109,7 @@ pub fn watch<H: Hooks>(ctx: *mut RawCtx, event: Option<u64>) -> bool {
             raw::REDISMODULE_EVENT_LOADING,
             raw::REDISMODULE_EVENT_CRON_LOOP,
             raw::REDISMODULE_EVENT_SHUTDOWN,
+            raw::REDISMODULE_EVENT_CLIENT_CHANGE,
         ]
         .into_iter()
         .chain(event)

@@ -71,8 +71,9 @@ impl Reading {
     }
 }
 
-/// A call read: its request, and the values the filter moved into argument 1 (`Reading::KeysOnly`).
-pub type Read<'a> = Result<(Request, Vec<&'a [u8]>), Refusal>;
+/// A call read: its request, and the token of the values the filter holds for it
+/// (`Reading::KeysOnly`, whose request's pairs are then its keys alone).
+pub type Read = Result<(Request, Option<u64>), Refusal>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keys {
@@ -203,7 +204,7 @@ impl Keys {
             }
             Reading::Keynum => {
                 "the server reads them from the keynum key specification, with its step, as it \
-                 said (COMMAND GETKEYS); no command filter rewrites a call"
+                 said (COMMAND GETKEYS); a command filter rewrites only a call the command refuses"
             }
             Reading::Marked => {
                 "the server reads them from a key specification, after this module's command \
@@ -242,7 +243,7 @@ impl Keys {
     /// Validates a call as the server passes it (as the filter rewrote it). Unless `trusted`
     /// (replication, AOF), a call that skipped a rewriting filter (a Valkey script's) is refused:
     /// its keys were unread.
-    pub fn read<'a, A: AsRef<[u8]>>(&self, argv: &'a [A], now_ms: i64, trusted: bool) -> Read<'a> {
+    pub fn read<A: AsRef<[u8]>>(&self, argv: &[A], now_ms: i64, trusted: bool) -> Read {
         if self.filters() {
             if let Some(read) = rewrite::unpack(argv, self.reading, self.syntax, now_ms) {
                 return read;
@@ -252,7 +253,7 @@ impl Keys {
         // The range reads a call whose pairs run from argument 2 to the end as sent.
         let as_sent = self.reading == Reading::Range && request.pairs == (2..argv.len());
         if trusted || as_sent || !self.rewrites() {
-            Ok((request, Vec::new()))
+            Ok((request, None))
         } else {
             Err(Refusal::Undeclared)
         }

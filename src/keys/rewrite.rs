@@ -3,9 +3,11 @@
 //!
 //! A packed argument: a [`Mark`] byte, then each argument it holds as `<length>:<bytes>`. No
 //! option, time or numkeys starts with a mark byte: the command reads only what the filter wrote.
+//! A call rewritten to its keys leaves its values with the filter, which holds them for the
+//! command by a token, the packed argument's last (`Ctx::take_held`): they are not copied.
 
 use super::{Keys, Read, Reading, MARK};
-use crate::ffi::{ArgsChange, Piece};
+use crate::ffi::{ArgsChange, Piece, Rewrite};
 use crate::outcome::{self, Refusal};
 use crate::syntax::{ParseError, Request, Syntax};
 
@@ -13,7 +15,7 @@ use crate::syntax::{ParseError, Request, Syntax};
 enum Mark {
     /// A marked call's arguments that are not pairs, after how many stood before the pairs.
     Options = 0,
-    /// The same, then the values, for a call rewritten to its keys.
+    /// The same, then the token of its held values, for a call rewritten to its keys.
     KeysOnly = 1,
     /// A call the command refuses: every argument after its name.
     Refused = 2,
@@ -33,32 +35,33 @@ impl Keys {
     /// one pass (DESIGN.md, "Where the keys are"); a call the command refuses becomes `<name>
     /// <refused>`, padded to the arity. `COMMAND GETKEYS` of a typed client's numkeys call gets
     /// the TTL form's refusal as the name of an unknown command (a cluster client shows it).
-    pub fn rewrite<A: AsRef<[u8]>>(&self, ours: &str, args: &[A]) -> Vec<ArgsChange> {
+    /// A call rewritten to its keys holds its values under `token`.
+    pub fn rewrite<A: AsRef<[u8]>>(&self, ours: &str, args: &[A], token: u64) -> Rewrite {
         let Some((at, routed)) = locate(ours, args) else {
-            return Vec::new();
+            return Rewrite::default();
         };
         let change = |at, replaced, with| ArgsChange { at, replaced, with };
         let call = args.get(at..).unwrap_or_default();
         let parsed = self.syntax.parse(call, 0);
         if !routed && parsed == Err(ParseError::NumkeysShape) {
             let hint = outcome::numkeys_shape_hint(ours).into_bytes();
-            return vec![change(0, args.len(), vec![Piece::New(hint)])];
+            return vec![change(0, args.len(), vec![Piece::New(hint)])].into();
         }
         let arity = self.arity().unsigned_abs() as usize;
         if !self.filters() || call.len() < arity {
-            return Vec::new();
+            return Rewrite::default();
         }
         let after_name = call.get(1..).unwrap_or_default();
         let refused = || {
             let mut with = vec![Piece::New(encode(Mark::Refused, None, after_name))];
             with.resize(arity - 1, Piece::New(Vec::new()));
-            vec![change(at + 1, after_name.len(), with)]
+            vec![change(at + 1, after_name.len(), with)].into()
         };
         let Ok(Request { pairs, .. }) = parsed else {
             return refused();
         };
         if !self.rewrites() {
-            return Vec::new();
+            return Rewrite::default();
         }
         // Where the server routes by keys read before this filter, a client's mark starts them.
         let marked = |arg: &A| {
@@ -72,20 +75,24 @@ impl Keys {
         let before = pairs.start.saturating_sub(1);
         let head = call.get(1..pairs.start).unwrap_or_default();
         let tail = call.get(pairs.end..).unwrap_or_default();
-        let in_pairs = call.get(pairs.clone()).unwrap_or_default();
         let moved = head.iter().chain(tail).map(AsRef::as_ref);
         if self.reading == Reading::KeysOnly {
-            let values = in_pairs.iter().skip(1).step_by(2).map(AsRef::as_ref);
-            let moved: Vec<&[u8]> = moved.chain(values).collect();
+            // COMMAND GETKEYS and ACL DRYRUN run no call: their values are dropped.
+            let token = if routed { token } else { 0 }.to_string().into_bytes();
+            let moved: Vec<&[u8]> = moved.chain([token.as_slice()]).collect();
             // The keys move left, each by the arguments before it that leave: not copied.
             let keys = pairs.clone().step_by(2).map(|key| Piece::Sent(at + key));
             let packed = Piece::New(encode(Mark::KeysOnly, Some(before), &moved));
             let with = std::iter::once(packed).chain(keys).collect();
-            return vec![change(at + 1, after_name.len(), with)];
+            let values = pairs.clone().skip(1).step_by(2).map(|value| at + value);
+            return Rewrite {
+                changes: vec![change(at + 1, after_name.len(), with)],
+                held: if routed { values.collect() } else { Vec::new() },
+            };
         }
         let range = self.reading == Reading::Range;
         if range && pairs.start == 2 && tail.is_empty() {
-            return Vec::new();
+            return Rewrite::default();
         }
         let moved: Vec<&[u8]> = moved.collect();
         let options = encode(Mark::Options, Some(before), &moved);
@@ -93,12 +100,14 @@ impl Keys {
             return vec![
                 change(at + pairs.end, tail.len(), Vec::new()),
                 change(at + 1, before, vec![Piece::New(options)]),
-            ];
+            ]
+            .into();
         }
         vec![
             change(at + pairs.end, tail.len(), vec![Piece::New(options)]),
             change(at + 1, before, vec![Piece::New(MARK.to_bytes().to_vec())]),
         ]
+        .into()
     }
 
     /// The load's last check where the server reads keys from a key spec: which keys `getkeys`
@@ -123,7 +132,7 @@ impl Keys {
         let words = [&[b"COMMAND".as_slice(), b"GETKEYS"][..], &call].concat();
         let sent: Vec<Vec<u8>> = words.into_iter().map(<[u8]>::to_vec).collect();
         let mut command = sent.clone();
-        for change in self.rewrite(ours, &sent) {
+        for change in self.rewrite(ours, &sent, 0).changes {
             change.apply(&mut command, &sent);
         }
         let asked: Vec<&[u8]> = command.iter().skip(2).map(Vec::as_slice).collect();
@@ -239,15 +248,16 @@ fn length(bytes: &[u8]) -> Option<(usize, &[u8])> {
     None
 }
 
-/// A call the filter rewrote, read back ([`Read`]) with the pairs where they are in it; `None`
-/// if it holds no rewrite. A refused call gets its own error (`Refusal::Marked` where it parses),
-/// one whose pairs are not where the original's are (a hand-made packed argument) `Syntax`.
+/// A call the filter rewrote, read back ([`Read`]) with the pairs where they are in it (the keys
+/// alone, with the token of their held values, for a call rewritten to its keys); `None` if it
+/// holds no rewrite. A refused call gets its own error (`Refusal::Marked` where it parses), one
+/// whose pairs are not where the original's are (a hand-made packed argument) `Syntax`.
 pub(super) fn unpack<A: AsRef<[u8]>>(
     argv: &[A],
     reading: Reading,
     syntax: Syntax,
     now_ms: i64,
-) -> Option<Read<'_>> {
+) -> Option<Read> {
     let name = argv.first()?.as_ref();
     let first = argv.get(1)?.as_ref();
     if first.first() == Some(&(Mark::Refused as u8)) {
@@ -273,15 +283,14 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
     let end = if at == 1 { argv.len() } else { at };
     let after: Vec<&[u8]> = argv.get(2..end)?.iter().map(AsRef::as_ref).collect();
     let placed = after.len();
-    let (tail, values, pairs) = if mark == Mark::KeysOnly {
-        let (tail, values) = rest.split_at(rest.len().checked_sub(placed)?);
-        let pairs = after
-            .iter()
-            .zip(values)
-            .flat_map(|(key, value)| [*key, *value]);
-        (tail, values, pairs.collect())
+    let (tail, token, pairs) = if mark == Mark::KeysOnly {
+        let (token, tail) = rest.split_last()?;
+        let token: u64 = std::str::from_utf8(token).ok()?.parse().ok()?;
+        // The values are held: any bytes stand for them here (the syntax reads none).
+        let pairs = after.iter().flat_map(|key| [*key, &[][..]]);
+        (tail, Some(token), pairs.collect())
     } else {
-        (rest, &[][..], after)
+        (rest, None, after)
     };
     let start = 1 + head.len();
     let in_original = start..start + pairs.len();
@@ -298,5 +307,5 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
         Ok(_) => return Some(Err(Refusal::Parse(ParseError::Syntax))),
         Err(error) => return Some(Err(Refusal::Parse(error))),
     };
-    Some(Ok((request, values.to_vec())))
+    Some(Ok((request, token)))
 }

@@ -8,7 +8,7 @@
 use super::*;
 use crate::acl::AclCheck;
 use crate::docs::KeyDocs;
-use crate::ffi::ArgsChange;
+use crate::ffi::Rewrite;
 use crate::server::{Callable, Environment, Product, Server, ServerCommand};
 use crate::syntax::tests::{arg_strategy, cases, views};
 use proptest::prelude::*;
@@ -316,7 +316,7 @@ fn getkeys(keys: &Keys, call: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
         .chain(call.iter().cloned())
         .collect();
     let sent = command.clone();
-    for change in keys.rewrite("msetex", &sent) {
+    for change in keys.rewrite("msetex", &sent, TOKEN).changes {
         change.apply(&mut command, &sent);
     }
     let inner = command.get(2..)?.to_vec();
@@ -329,13 +329,17 @@ fn getkeys(keys: &Keys, call: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
     (!found.is_empty()).then(|| found.iter().map(|i| inner[*i].clone()).collect())
 }
 
-fn rewritten(keys: &Keys, call: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let changes: Vec<ArgsChange> = keys.rewrite("msetex", call);
+/// The token a test's filter gives a call.
+const TOKEN: u64 = 7;
+
+/// A call as the filter rewrites it, and the values it holds for the command.
+fn rewritten(keys: &Keys, call: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let Rewrite { changes, held } = keys.rewrite("msetex", call, TOKEN);
     let mut argv = call.to_vec();
     for change in changes {
         change.apply(&mut argv, call);
     }
-    argv
+    (argv, held.iter().map(|at| call[*at].clone()).collect())
 }
 
 /// Calls with every option, keys and values that look like options, numbers or packed
@@ -420,7 +424,7 @@ proptest! {
         prop_assume!(reading != Reading::Keynum || syntax == Syntax::Numkeys);
         let keys = keys_of(syntax, reading, step);
         let original = syntax.parse(&views(&call), now);
-        let argv = rewritten(&keys, &call);
+        let (argv, held) = rewritten(&keys, &call);
         prop_assert!(argv.len() >= 2);
         let read = keys.read(&argv, now, false);
         let found: Vec<&[u8]> = server_keys(&keys, &argv).iter().map(|i| argv[*i].as_slice()).collect();
@@ -439,14 +443,18 @@ proptest! {
                     prop_assert_eq!(read, Err(Refusal::Marked));
                     prop_assert!(found.is_empty());
                 } else {
-                    let (got, values) = read.expect("read");
+                    let (got, token) = read.expect("read");
                     prop_assert_eq!((got.condition, got.expiry, got.ack), (request.condition, request.expiry, request.ack));
                     prop_assert_eq!(&found, &sent);
+                    // Values are held, under the call's token, only for a call rewritten to its keys.
+                    let keys_only = reading == Reading::KeysOnly;
+                    prop_assert_eq!(token, keys_only.then_some(TOKEN));
+                    prop_assert_eq!(held.len(), if keys_only { found.len() } else { 0 });
                     // The pairs the command writes are the call's, in order.
-                    let written: Vec<&[u8]> = if values.is_empty() {
+                    let written: Vec<&[u8]> = if token.is_none() {
                         argv[got.pairs.clone()].iter().map(Vec::as_slice).collect()
                     } else {
-                        found.iter().zip(values).flat_map(|(k, v)| [*k, v]).collect()
+                        found.iter().zip(&held).flat_map(|(k, v)| [*k, v.as_slice()]).collect()
                     };
                     let pairs: Vec<&[u8]> = call[request.pairs.clone()].iter().map(Vec::as_slice).collect();
                     prop_assert_eq!(written, pairs);
@@ -526,19 +534,23 @@ fn thousand_pairs() -> Vec<Vec<u8>> {
 }
 
 /// One pass over the arguments: a keys-only rewrite replaces the keys in place and drops the rest
-/// in one change, whatever the number of pairs.
+/// in one change, whatever the number of pairs, and holds the values (not copied); COMMAND
+/// GETKEYS holds none.
 #[test]
 fn a_rewrite_is_a_few_changes_whatever_the_call() {
     let keys = keys_of(Syntax::Numkeys, Reading::KeysOnly, KeynumStep::Read);
     let mut call = thousand_pairs();
     call.extend([b"EX".to_vec(), b"60".to_vec()]);
-    let changes = keys.rewrite("msetex", &call);
-    assert_eq!(changes.len(), 1);
-    let argv = rewritten(&keys, &call);
+    let rewrite = keys.rewrite("msetex", &call, TOKEN);
+    assert_eq!(rewrite.changes.len(), 1);
+    assert_eq!(rewrite.held, (3..2002).step_by(2).collect::<Vec<_>>());
+    let (argv, _) = rewritten(&keys, &call);
     assert_eq!(argv.len(), 1002);
-    let (request, values) = keys.read(&argv, NOW, false).unwrap();
-    assert_eq!(request.pairs, 2..1002);
-    assert_eq!(values.len(), 1000);
+    assert!(argv[1].len() < 32, "the packed argument holds no value");
+    let (request, token) = keys.read(&argv, NOW, false).unwrap();
+    assert_eq!((request.pairs, token), (2..1002, Some(TOKEN)));
+    let getkeys = [&[b"COMMAND".to_vec(), b"GETKEYS".to_vec()][..], &call].concat();
+    assert!(keys.rewrite("msetex", &getkeys, TOKEN).held.is_empty());
 }
 
 /// The range leaves a call whose pairs run to the end as sent (the server reads its keys there),
@@ -547,13 +559,13 @@ fn a_rewrite_is_a_few_changes_whatever_the_call() {
 fn a_range_rewrite_moves_only_what_is_not_a_pair() {
     let keys = keys_of(Syntax::Numkeys, Reading::Range, KeynumStep::NotRead);
     let mut call = thousand_pairs();
-    assert!(keys.rewrite("msetex", &call).is_empty());
+    assert_eq!(keys.rewrite("msetex", &call, TOKEN), Rewrite::default());
     assert_eq!(keys.read(&call, NOW, false).map(|r| r.0.pairs), Ok(2..2002));
     call.extend([b"EX".to_vec(), b"60".to_vec()]);
-    let changes = keys.rewrite("msetex", &call);
+    let changes = keys.rewrite("msetex", &call, TOKEN).changes;
     assert_eq!(changes.len(), 2);
     assert!(changes.iter().all(|change| change.with.len() <= 1));
-    let argv = rewritten(&keys, &call);
+    let (argv, _) = rewritten(&keys, &call);
     assert_eq!(
         (argv.len(), &argv[2], &argv[2001]),
         (2002, &call[2], &call[2001])

@@ -327,3 +327,64 @@ fn valkey_atomic_slot_migration_moves_keys_written_during_it() {
         ),
     );
 }
+
+/// Where the filter rewrites a call to its keys (Valkey in cluster mode), it holds the values for
+/// the command: calls queued in MULTI get theirs, in order, and what a call refused after the
+/// filter, a discarded MULTI or a client gone held is released (INFO msetex `held_calls`).
+#[test]
+fn values_held_for_a_call_reach_it_or_are_released() {
+    let server = single_node_cluster();
+    let mut con = server.client();
+    if KeysRead::of(&mut con) != KeysRead::KeysOnly {
+        return;
+    }
+    let mut admin = server.client();
+    let mut held = || info_field(&mut admin, "msetex", "msetex_held_calls");
+    let zero = Some("0".to_owned());
+    q::<(), _>(&mut con, &["MULTI"]);
+    for call in [
+        &["MSETEX", "60", "{t}a", "1", "{t}b", "2"][..],
+        &["MSETEX", "60", "{t}c", "3"],
+    ] {
+        assert_eq!(q::<String, _>(&mut con, call), "QUEUED");
+    }
+    assert_eq!(held(), Some("2".to_owned()));
+    let replies: Vec<Value> = q(&mut con, &["EXEC"]);
+    assert_eq!(replies, [Value::Okay, Value::Okay]);
+    let got: Vec<String> = q(&mut con, &["MGET", "{t}a", "{t}b", "{t}c"]);
+    assert_eq!(
+        (got, held()),
+        (vec!["1".into(), "2".into(), "3".into()], zero.clone())
+    );
+    assert!(q::<i64, _>(&mut con, &["TTL", "{t}c"]) > 0);
+
+    // Refused after the filter (a key the user may not write): released by its next call.
+    q::<(), _>(
+        &mut con,
+        &["ACL", "SETUSER", "app", "on", ">pw", "~{t}a*", "+@all"],
+    );
+    let mut app = server.client();
+    q::<(), _>(&mut app, &["AUTH", "app", "pw"]);
+    assert!(err(&mut app, &["MSETEX", "60", "{t}a", "4", "{t}b", "5"]).starts_with("NOPERM"));
+    assert_eq!(held(), Some("1".to_owned()));
+    assert_eq!(
+        q::<Value, _>(&mut app, &["MSETEX", "60", "{t}a", "6"]),
+        Value::Okay
+    );
+    assert_eq!(held(), zero);
+    let got: Vec<String> = q(&mut con, &["MGET", "{t}a", "{t}b"]);
+    assert_eq!(got, ["6", "2"]);
+
+    // A discarded MULTI: released when the client disconnects.
+    q::<(), _>(&mut app, &["MULTI"]);
+    assert_eq!(
+        q::<String, _>(&mut app, &["MSETEX", "60", "{t}a", "7"]),
+        "QUEUED"
+    );
+    q::<(), _>(&mut app, &["DISCARD"]);
+    assert_eq!(held(), Some("1".to_owned()));
+    drop(app);
+    let released = eventually(std::time::Duration::from_secs(10), || held() == zero);
+    assert!(released, "held_calls: {:?}", held());
+    assert_eq!(q::<String, _>(&mut con, &["GET", "{t}a"]), "6");
+}

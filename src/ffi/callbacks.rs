@@ -26,12 +26,36 @@ pub struct ArgsChange {
     pub with: Vec<Piece>,
 }
 
-/// An argument a rewrite puts in place: new bytes, or the command's own argument at this position
-/// (as sent), moved rather than copied.
+/// Arguments a rewrite puts in place: new bytes, or the command's own (as sent), moved rather
+/// than copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     New(Vec<u8>),
-    Sent(usize),
+    Sent(EverySecond),
+}
+
+/// `count` of the command's arguments as sent, from `first`, every second one: a call's keys, or
+/// its values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EverySecond {
+    pub first: usize,
+    pub count: usize,
+}
+
+impl EverySecond {
+    pub fn positions(self) -> impl ExactSizeIterator<Item = usize> {
+        (0..self.count).map(move |index| self.first + 2 * index)
+    }
+}
+
+impl Piece {
+    /// How many arguments it stands for.
+    fn len(&self) -> usize {
+        match self {
+            Piece::New(_) => 1,
+            Piece::Sent(sent) => sent.count,
+        }
+    }
 }
 
 impl ArgsChange {
@@ -39,27 +63,34 @@ impl ArgsChange {
     pub fn apply(&self, args: &mut Vec<Vec<u8>>, sent: &[Vec<u8>]) {
         let at = self.at.min(args.len());
         let end = at.saturating_add(self.replaced).min(args.len());
-        let with = self.with.iter().map(|piece| match piece {
-            Piece::New(bytes) => bytes.clone(),
-            Piece::Sent(index) => sent.get(*index).cloned().unwrap_or_default(),
-        });
+        let mut with = Vec::new();
+        for piece in &self.with {
+            match piece {
+                Piece::New(bytes) => with.push(bytes.clone()),
+                Piece::Sent(every) => with.extend(
+                    every
+                        .positions()
+                        .map(|index| sent.get(index).cloned().unwrap_or_default()),
+                ),
+            }
+        }
         args.splice(at..end, with);
     }
 }
 
-/// A command's rewrite: its changes, and the arguments (positions as sent) held for the command
-/// by the token the rewrite was given (`Ctx::take_held`).
+/// A command's rewrite: its changes, and the arguments (as sent) held for the command by the
+/// token the rewrite was given (`Ctx::take_held`).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Rewrite {
     pub changes: Vec<ArgsChange>,
-    pub held: Vec<usize>,
+    pub held: EverySecond,
 }
 
 impl From<Vec<ArgsChange>> for Rewrite {
     fn from(changes: Vec<ArgsChange>) -> Rewrite {
         Rewrite {
             changes,
-            held: Vec::new(),
+            held: EverySecond::default(),
         }
     }
 }
@@ -243,12 +274,12 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             }
         };
         // Every argument in place before any change: new ones made, the command's own retained.
-        let prepare = |change: &ArgsChange| change.with.iter().map(|p| filter.prepare(p)).collect();
-        let prepared: Option<Vec<Vec<OwnedString>>> = changes.iter().map(prepare).collect();
-        let kept: Option<Vec<OwnedString>> = to_hold
+        let prepared: Option<Vec<Vec<OwnedString>>> = changes
             .iter()
-            .map(|at| filter.prepare(&Piece::Sent(*at)))
+            .map(|change| filter.prepare(&change.with))
             .collect();
+        let mut kept = Vec::with_capacity(to_hold.count);
+        let kept = filter.retain(to_hold, &mut kept).map(|()| kept);
         let (Some(prepared), Some(kept)) = (prepared, kept) else {
             return refuse();
         };
@@ -290,18 +321,37 @@ impl Filter {
         (!arg.is_null()).then(|| Arg::of(self.api, arg).bytes())
     }
 
-    /// The string `piece` stands for, ours to hand over: made, or the command's own retained.
-    fn prepare(&self, piece: &Piece) -> Option<OwnedString> {
-        match piece {
-            Piece::New(bytes) => OwnedString::from_bytes(self.api, bytes),
-            Piece::Sent(index) => {
-                let pos = c_int::try_from(*index).ok()?;
-                // SAFETY: the filter context is live; a position past the end answers NULL.
-                let arg = unsafe { (self.api.command_filter_arg_get)(self.raw, pos) };
-                // SAFETY: a non-null argument is a live string of the command.
-                (!arg.is_null()).then(|| unsafe { OwnedString::retained(self.api, arg) })
+    /// The strings `pieces` stand for, ours to hand over: made, or the command's own retained;
+    /// `None` if one could not be had (those had are released).
+    fn prepare(&self, pieces: &[Piece]) -> Option<Vec<OwnedString>> {
+        let mut strings = Vec::with_capacity(pieces.iter().map(Piece::len).sum());
+        for piece in pieces {
+            match piece {
+                Piece::New(bytes) => strings.push(OwnedString::from_bytes(self.api, bytes)?),
+                Piece::Sent(sent) => self.retain(*sent, &mut strings)?,
             }
         }
+        Some(strings)
+    }
+
+    /// Retains the command's arguments `sent` into `strings`; `None` past its end.
+    fn retain(&self, sent: EverySecond, strings: &mut Vec<OwnedString>) -> Option<()> {
+        let (first, count) = (
+            c_int::try_from(sent.first).ok()?,
+            c_int::try_from(sent.count).ok()?,
+        );
+        // The position after the last fits too: every one does.
+        first.checked_add(count.checked_mul(2)?)?;
+        for index in 0..count {
+            // SAFETY: the filter context is live; a position past the end answers NULL.
+            let arg = unsafe { (self.api.command_filter_arg_get)(self.raw, first + 2 * index) };
+            if arg.is_null() {
+                return None;
+            }
+            // SAFETY: a non-null argument is a live string of the command.
+            strings.push(unsafe { OwnedString::retained(self.api, arg) });
+        }
+        Some(())
     }
 
     /// Makes `change` with its arguments `with`, whose positions exist; false if a step failed.

@@ -17,8 +17,8 @@ pub use acl::{acl_categories_available, acl_check_available, AclUser, Caller, Lo
 pub use api::{log, LogLevel, RawCtx, Slot};
 pub use call::{fresh_part, Head, Propagation, ServerWrite, Values};
 pub use callbacks::{
-    on_load, on_unload, ArgsChange, Command, Configs, Hooks, InfoSection, InfoValue, Module, Piece,
-    Rewrite,
+    on_load, on_unload, ArgsChange, Command, Configs, EverySecond, Hooks, InfoSection, InfoValue,
+    Module, Piece, Rewrite,
 };
 pub use ctx::{Arg, ContextFlags, Ctx, KeyPositions, LazyArg, OwnedString, Reply, Word};
 pub use facts::{

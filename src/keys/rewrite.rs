@@ -7,7 +7,7 @@
 //! command by a token, the packed argument's last (`Ctx::take_held`): they are not copied.
 
 use super::{Keys, Read, Reading, MARK};
-use crate::ffi::{ArgsChange, Piece, Rewrite};
+use crate::ffi::{ArgsChange, EverySecond, Piece, Rewrite};
 use crate::outcome::{self, Refusal};
 use crate::syntax::{ParseError, Request, Syntax};
 
@@ -81,13 +81,20 @@ impl Keys {
             let token = if routed { token } else { 0 }.to_string().into_bytes();
             let moved: Vec<&[u8]> = moved.chain([token.as_slice()]).collect();
             // The keys move left, each by the arguments before it that leave: not copied.
-            let keys = pairs.clone().step_by(2).map(|key| Piece::Sent(at + key));
+            let count = pairs.len() / 2;
+            let keys = EverySecond {
+                first: at + pairs.start,
+                count,
+            };
             let packed = Piece::New(encode(Mark::KeysOnly, Some(before), &moved));
-            let with = std::iter::once(packed).chain(keys).collect();
-            let values = pairs.clone().skip(1).step_by(2).map(|value| at + value);
+            let with = vec![packed, Piece::Sent(keys)];
+            let values = EverySecond {
+                first: keys.first + 1,
+                count: if routed { count } else { 0 },
+            };
             return Rewrite {
                 changes: vec![change(at + 1, after_name.len(), with)],
-                held: if routed { values.collect() } else { Vec::new() },
+                held: values,
             };
         }
         let range = self.reading == Reading::Range;
@@ -281,22 +288,21 @@ pub(super) fn unpack<A: AsRef<[u8]>>(
     let before: usize = std::str::from_utf8(before).ok()?.parse().ok()?;
     let (head, rest) = (moved.get(..before)?, moved.get(before..)?);
     let end = if at == 1 { argv.len() } else { at };
-    let after: Vec<&[u8]> = argv.get(2..end)?.iter().map(AsRef::as_ref).collect();
-    let placed = after.len();
+    let placed = argv.get(2..end)?.len();
     let (tail, token, pairs) = if mark == Mark::KeysOnly {
         let (token, tail) = rest.split_last()?;
         let token: u64 = std::str::from_utf8(token).ok()?.parse().ok()?;
-        // The values are held: any bytes stand for them here (the syntax reads none).
-        let pairs = after.iter().flat_map(|key| [*key, &[][..]]);
-        (tail, Some(token), pairs.collect())
+        (tail, Some(token), 2 * placed)
     } else {
-        (rest, None, after)
+        (rest, None, placed)
     };
+    // The syntax reads no pair of a call it takes: empty bytes stand for them (the values are
+    // held, and the keys are not read twice); the filter read the call as sent.
     let start = 1 + head.len();
-    let in_original = start..start + pairs.len();
+    let in_original = start..start + pairs;
     let original: Vec<&[u8]> = std::iter::once(name)
         .chain(head.iter().copied())
-        .chain(pairs)
+        .chain(std::iter::repeat_n(&[][..], pairs))
         .chain(tail.iter().copied())
         .collect();
     let request = match syntax.parse(&original, now_ms) {

@@ -206,9 +206,9 @@ pub(super) unsafe extern "C" fn command_entry<C: Command>(
     if unsafe { (call.api.is_keys_position_request)(ctx) } != 0 {
         // Only where the keys are (cluster slot, ACL, COMMAND GETKEYS): no client here.
         // SAFETY: the server passes argc live argument strings for this call.
-        let args = unsafe { call.args(argv, argc, |api, ptr| LazyArg { api, ptr }) };
+        let args = unsafe { LazyArg::all(argv, argc) };
         let positions = KeyPositions(call);
-        let _ = catch_unwind(AssertUnwindSafe(|| C::declare_keys(&positions, &args)));
+        let _ = catch_unwind(AssertUnwindSafe(|| C::declare_keys(&positions, args)));
         return OK;
     }
     // SAFETY: the server passes argc live argument strings for this call.

@@ -12,19 +12,21 @@ use super::api::{log, Api, LogLevel, API};
 pub struct KeyPositions<'call>(pub(super) Ctx<'call>);
 
 impl KeyPositions<'_> {
-    /// Declares argv[`index`] a key that the command overwrites.
-    pub fn key_at(&self, index: usize) {
-        let Ok(pos) = c_int::try_from(index) else {
-            return;
-        };
+    /// Declares argv at each of `indexes` a key that the command overwrites.
+    pub fn keys_at(&self, indexes: impl Iterator<Item = usize>) {
         let flags = raw::REDISMODULE_CMD_KEY_OW as c_int | raw::REDISMODULE_CMD_KEY_UPDATE as c_int;
-        // SAFETY: the context is a key-positions one; pos is within argv.
-        unsafe {
-            match self.0.api.key_at_pos_with_flags {
-                Some(with_flags) => with_flags(self.0.raw, pos, flags),
-                // Before Redis 7.0: no flags; ACLs then require full access.
-                None => (self.0.api.key_at_pos)(self.0.raw, pos),
-            }
+        let positions = indexes.map_while(|index| c_int::try_from(index).ok());
+        let (raw, api) = (self.0.raw, self.0.api);
+        match api.key_at_pos_with_flags {
+            Some(with_flags) => positions.for_each(|pos| {
+                // SAFETY: the context is a key-positions one; pos is within argv.
+                unsafe { with_flags(raw, pos, flags) }
+            }),
+            // Before Redis 7.0: no flags; ACLs then require full access.
+            None => positions.for_each(|pos| {
+                // SAFETY: as above.
+                unsafe { (api.key_at_pos)(raw, pos) }
+            }),
         }
     }
 
@@ -75,16 +77,28 @@ impl<'call> Arg<'call> {
     }
 }
 
-/// A command argument read only when looked at (where the server asks for a call's keys).
+/// A command argument read only when looked at (where the server asks for a call's keys): the
+/// server's own argument array, not copied.
 #[derive(Clone, Copy)]
-pub struct LazyArg<'call> {
-    pub(super) api: &'call Api,
-    pub(super) ptr: *mut RedisModuleString,
+#[repr(transparent)]
+pub struct LazyArg<'call>(*mut RedisModuleString, PhantomData<&'call ()>);
+
+impl LazyArg<'_> {
+    /// The `argc` arguments at `argv`. Safety: `argv` holds `argc` live strings for `'call`.
+    pub(super) unsafe fn all<'call>(
+        argv: *mut *mut RedisModuleString,
+        argc: c_int,
+    ) -> &'call [LazyArg<'call>] {
+        let len = usize::try_from(argc).unwrap_or(0);
+        // SAFETY: the caller's contract; LazyArg is a transparent pointer to a string.
+        unsafe { slice(argv.cast::<LazyArg<'call>>(), len) }
+    }
 }
 
 impl AsRef<[u8]> for LazyArg<'_> {
     fn as_ref(&self) -> &[u8] {
-        Arg::of(self.api, self.ptr).bytes
+        // The API is resolved at load, before any command runs.
+        API.get().map_or(&[], |api| Arg::of(api, self.0).bytes)
     }
 }
 

@@ -263,9 +263,8 @@ impl Keys {
     /// the server's clock, as the command does) declares none, so gets its own error.
     pub fn declare<A: AsRef<[u8]>>(&self, positions: &KeyPositions, args: &[A]) {
         if let Ok(request) = self.syntax.parse(args, positions.now_ms()) {
-            for index in request.pairs.step_by(2).filter(|index| *index < args.len()) {
-                positions.key_at(index);
-            }
+            let end = request.pairs.end.min(args.len());
+            positions.keys_at((request.pairs.start..end).step_by(2));
         }
     }
 }

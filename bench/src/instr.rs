@@ -61,8 +61,9 @@ pub struct Instr {
     /// third write).
     pub stored: BTreeMap<(Row, Option<Variant>), String>,
     /// In cluster mode, per key of MSETEX: reading and declaring the keys, counted once: the
-    /// command filter, the server's key extraction, `msetex::keys` elsewhere.
-    pub keys: BTreeMap<Row, [f64; 3]>,
+    /// command filter, the server's key extraction, `msetex::keys` elsewhere; and of the filter's,
+    /// the server's filter API.
+    pub keys: BTreeMap<Row, [f64; 4]>,
     /// INFO msetex's `msetex_keys` in cluster mode, by server.
     pub reading: BTreeMap<usize, String>,
 }
@@ -533,43 +534,76 @@ fn calls(dump: &str) -> Vec<(String, String, f64)> {
 }
 
 /// Reading and declaring keys, with callees, each instruction counted once: [the command filter,
-/// the server's key extraction, `msetex::keys` elsewhere]. A call into one of them is counted
-/// by the share of its caller that runs outside them (0 for a call from one of them, or from a
-/// function only they call; the module's entry splits by caller).
-fn keys_read(calls: &[(String, String, f64)]) -> [f64; 3] {
+/// the server's key extraction, `msetex::keys` elsewhere, and of the filter's the server's filter
+/// API it calls (`CommandFilterArg*`, the retained strings)]. A call into one of the first three is
+/// counted by the share of its caller that runs outside them (0 for a call from one of them, or
+/// from a function only they call; the module's entry splits by caller).
+fn keys_read(calls: &[(String, String, f64)]) -> [f64; 4] {
+    let name = |function: &str| function.split(" (").next().unwrap_or_default().to_owned();
     let part = |function: &str| {
-        let name = function.split(" (").next().unwrap_or_default();
-        match name {
+        let name = name(function);
+        match name.as_str() {
             _ if name.starts_with("msetex::ffi::callbacks::command_filter") => Some(0),
             _ if name.starts_with("getKeys") || name == "clusterSlotByCommand" => Some(1),
             _ if name.trim_start_matches('<').starts_with("msetex::keys::") => Some(2),
             _ => None,
         }
     };
-    // The share of each function's instructions that runs inside a part.
-    let mut inside: BTreeMap<&str, f64> = BTreeMap::new();
-    let share = |inside: &BTreeMap<&str, f64>, f: &str| match part(f) {
+    let inside = shares(calls, &|f| part(f).is_some());
+    let share = |f: &str| match part(f) {
         Some(_) => 1.0,
         None => inside.get(f).copied().unwrap_or(0.0),
     };
+    let mut parts = [0.0; 4];
+    for (caller, callee, cost) in calls {
+        if let (Some(p), None) = (part(callee), part(caller)) {
+            parts[p] += cost * (1.0 - share(caller));
+        }
+    }
+    // The filter API: what any command filter that moves a call's arguments pays the server.
+    let api = |f: &str| {
+        let name = name(f);
+        let name = name.trim_start_matches("VM_").trim_start_matches("RM_");
+        name.starts_with("CommandFilterArg") || name == "RetainString"
+    };
+    let filter = |f: &str| part(f) == Some(0);
+    let in_filter = shares(calls, &filter);
+    for (caller, callee, cost) in calls {
+        let from = if filter(caller) {
+            1.0
+        } else {
+            in_filter.get(caller.as_str()).copied().unwrap_or(0.0)
+        };
+        if api(callee) {
+            parts[3] += cost * from;
+        }
+    }
+    parts
+}
+
+/// The share of each function's instructions that runs inside the functions `within` (with
+/// their callees), from the dump's calls.
+fn shares<'c>(
+    calls: &'c [(String, String, f64)],
+    within: &dyn Fn(&str) -> bool,
+) -> BTreeMap<&'c str, f64> {
+    let mut inside: BTreeMap<&str, f64> = BTreeMap::new();
     for _ in 0..64 {
+        let share = |f: &str| match within(f) {
+            true => 1.0,
+            false => inside.get(f).copied().unwrap_or(0.0),
+        };
         let mut into: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
         for (caller, callee, cost) in calls {
             let sums = into.entry(callee).or_default();
-            *sums = (sums.0 + cost * share(&inside, caller), sums.1 + cost);
+            *sums = (sums.0 + cost * share(caller), sums.1 + cost);
         }
         inside = into
             .into_iter()
             .map(|(f, (i, all))| (f, i / all.max(1.0)))
             .collect();
     }
-    let mut parts = [0.0; 3];
-    for (caller, callee, cost) in calls {
-        if let (Some(p), None) = (part(callee), part(caller)) {
-            parts[p] += cost * (1.0 - share(&inside, caller));
-        }
-    }
-    parts
+    inside
 }
 
 #[cfg(test)]
@@ -596,7 +630,8 @@ mod tests {
         assert_eq!((calls.len(), calls.last()), (7, Some(&last)));
         assert_eq!(calls[2].1, "msetex::keys::rewrite (m.so)");
         // `shared` runs 5 of its 12 under getKeysFromCommand: 7/12 of its 10 are counted.
-        let [filter, server, elsewhere] = keys_read(&calls);
+        let [filter, server, elsewhere, api] = keys_read(&calls);
+        assert_eq!(api, 0.0);
         assert_eq!((filter, server), (40.0, 20.0));
         assert!((elsewhere - 70.0 / 12.0).abs() < 1e-9, "{elsewhere}");
     }

@@ -206,12 +206,12 @@ pub fn setup_label(server: &Target, setup: Setup) -> String {
 /// then propagate the same): nothing while nobody listens (no persistence; a single-node cluster
 /// exporting no slot); the built-in's MSETEX where the module replicates natively; else per
 /// REPLICATE mode, per key `SET` or per call `<name>.apply`.
-pub fn propagation(server: &Target, setup: Setup) -> String {
+pub fn propagation(server: &Target, setup: Setup, module_name: &str) -> String {
     match (setup.persistence, setup.replicate) {
         (Persistence::None | Persistence::Cluster, _) => String::new(),
         (p, _) if server.replicates_natively(p.cluster()) => "native MSETEX".into(),
         (_, Replicate::Set) => "set".into(),
-        (_, Replicate::Msetex) => format!("apply {}.apply", server.command_name()),
+        (_, Replicate::Msetex) => format!("apply {module_name}.apply"),
     }
 }
 

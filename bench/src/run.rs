@@ -98,9 +98,21 @@ impl Bench {
         &self.servers[setup.server]
     }
 
+    /// The form the module runs in: the setup's, but the built-in's own (NUMKEYS) in the
+    /// instruction bench on a server with a built-in MSETEX, so that the module is compared with
+    /// it call for call (the form typed clients send; the TTL form's getkeys callback is the
+    /// price of its syntax, which the built-in has not).
+    pub fn form(&self, setup: Setup) -> Form {
+        if self.options.instr && self.server(setup).has_builtin_msetex() {
+            Form::Numkeys
+        } else {
+            setup.form
+        }
+    }
+
     pub fn module_name(&self, setup: Setup) -> &'static str {
         let server = self.server(setup);
-        match setup.form {
+        match self.form(setup) {
             Form::Ttl => server.command_name(),
             Form::Numkeys => server.numkeys_name(),
         }
@@ -109,7 +121,7 @@ impl Bench {
     /// The primary's configuration (a replica with the module gets the same).
     pub(crate) fn config(&self, setup: Setup) -> ServerConfig {
         let server = self.server(setup);
-        let mut args = match setup.form {
+        let mut args = match self.form(setup) {
             Form::Ttl => server.default_module_args(),
             Form::Numkeys => server.numkeys_module_args(),
         };
@@ -126,7 +138,7 @@ impl Bench {
                 .line(&format!(
                     "loadmodule {} {}",
                     floor_module().display(),
-                    propagation(server, setup)
+                    propagation(server, setup, self.module_name(setup))
                 ))
                 .line("jemalloc-bg-thread no");
         }
@@ -225,7 +237,9 @@ impl Bench {
     pub fn variant_label(&self, setup: Setup, variant: Variant) -> String {
         let name = self.module_name(setup).to_uppercase();
         match variant {
-            Variant::Module if setup.form == Form::Ttl => format!("{name} (module)"),
+            Variant::Module if self.form(setup) == Form::Ttl || self.options.instr => {
+                format!("{name} (module)")
+            }
             Variant::Module => format!("{name} numkeys (module)"),
             Variant::Mset => "MSET (no TTL)".to_owned(),
             Variant::Builtin => "MSETEX (built-in)".to_owned(),
@@ -284,7 +298,7 @@ impl Bench {
                 args.extend(keys.iter().map(|_| value).chain([TTL]));
             }
             Variant::Module | Variant::Builtin
-                if v == Variant::Builtin || setup.form == Form::Numkeys =>
+                if v == Variant::Builtin || self.form(setup) == Form::Numkeys =>
             {
                 let name = if v == Variant::Builtin {
                     "MSETEX"

@@ -5,7 +5,7 @@
 use super::{Instr, CALLS, MALLOC_CONF, RELOADED};
 use crate::plan::*;
 use crate::targets::{bound, goals_table, short, Goal, Targets};
-use msetex_harness::{Product, Replicate, Target, RENAMED};
+use msetex_harness::{Product, Replicate, Target};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use Figure::*;
@@ -33,7 +33,10 @@ enum Figure {
     Applied(Variant),
     AppliedOver,
     Keys,
-    /// Of MSETEX's reading and declaring keys: the filter's, the server's, `msetex::keys` else.
+    /// `Keys` less the server's filter API the filter calls.
+    KeysBeyondApi,
+    /// Of MSETEX's reading and declaring keys: the filter's, the server's, `msetex::keys` else;
+    /// and of the filter's, the filter API.
     Part(usize),
 }
 
@@ -46,7 +49,14 @@ impl Figure {
             Applied(v) => format!("applying {}'s", name(Some(v))),
             AppliedOver => "MSETEX's / SETEX's".into(),
             Keys => "keys / call".into(),
-            Part(i) => ["filter", "key extraction", "`msetex::keys` elsewhere"][i].into(),
+            KeysBeyondApi => "keys / call, less the filter API".into(),
+            Part(i) => [
+                "filter",
+                "key extraction",
+                "`msetex::keys` elsewhere",
+                "of the filter: the filter API",
+            ][i]
+                .into(),
         }
     }
 }
@@ -62,7 +72,17 @@ impl Instr {
             Applied(v) => applied(v),
             AppliedOver => applied(Variant::Module) / applied(Variant::Setex),
             Keys => {
-                let keys = self.keys.get(&row).map_or(f64::NAN, |k| k.iter().sum());
+                let keys = self
+                    .keys
+                    .get(&row)
+                    .map_or(f64::NAN, |k| k[..3].iter().sum());
+                keys / self.count(row, Variant::Module)
+            }
+            KeysBeyondApi => {
+                let keys = self
+                    .keys
+                    .get(&row)
+                    .map_or(f64::NAN, |k| k[..3].iter().sum::<f64>() - k[3]);
                 keys / self.count(row, Variant::Module)
             }
             Part(i) => self.keys.get(&row).map_or(f64::NAN, |k| k[i]),
@@ -314,8 +334,10 @@ impl Instr {
              per key `SET k v PXAT ms` (`RedisModule_Replicate`) for REPLICATE SET; per call \
              `<name>.apply ms k v ...`, or natively `MSETEX n k v ... PXAT ms`. `floor.bare`: \
              `floor.events` without events, signal or count.\n\
-             - ratios: MSETEX's over the row's floor's, pipelined SETEX's or the built-in's (the \
-             module then `{RENAMED}`). A cell against pipelined SETEX or the built-in holds up \
+             - the module: the TTL form (`msetex 3600 k v ...`), but on a server with a built-in \
+             MSETEX the built-in's own form (`msetex.nk n k v ... EX 3600`, loaded with `SYNTAX \
+             NUMKEYS COMMAND-NAME msetex.nk`), so that the two compare call for call.\n\
+             - ratios: MSETEX's over the row's floor's, pipelined SETEX's or the built-in's. A cell against pipelined SETEX or the built-in holds up \
              to max(its limit, floor / that yardstick x the floor's target without persistence), \
              the bound shown where higher: one rule for the module and its floor. A replica or \
              an AOF load applying MSETEX's stream likewise holds up to max(its limit, the \
@@ -456,7 +478,11 @@ impl Instr {
              callees: a getkeys callback in which the module declares keys), `msetex::keys::*` \
              called from elsewhere (the command decoding its arguments); a function called both \
              inside and outside those counts by its share of instructions inside. `keys`: `INFO \
-             msetex`'s `msetex_keys`; `keys / call`: the share of MSETEX's instructions.\n"
+             msetex`'s `msetex_keys`; `keys / call`: the share of MSETEX's instructions. `of the \
+             filter: the filter API`: the server's `CommandFilterArg*` and `RetainString` the \
+             filter calls (where the filter moves keys: one replace and one delete a key, a \
+             retain for each key and value), what any command filter that moves them pays; the \
+             last column leaves it out.\n"
         );
         let mut lines = Vec::new();
         for (index, server) in servers.iter().enumerate() {
@@ -473,10 +499,12 @@ impl Instr {
         }
         let columns = [
             Part(0),
+            Part(3),
             Part(1),
             Part(2),
             Count(Some(Variant::Module)),
             Keys,
+            KeysBeyondApi,
         ];
         let mut md = String::new();
         self.table(&mut md, &intro, "server | keys | regime", &columns, lines);

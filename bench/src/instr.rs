@@ -132,16 +132,9 @@ pub fn under_callgrind(server: &Target) -> ([Target; 2], TempDir) {
     };
     // The server runs uninstrumented (about 4 times slower than natively, not 50) but while a
     // phase is measured; the loader instrumented, collecting only while it loads.
-    let roles = [
-        (
-            "server",
-            "--toggle-collect=serverCron --collect-atstart=yes --instr-atstart=no",
-        ),
-        (
-            "loader",
-            "--toggle-collect=loadAppendOnlyFile* --collect-atstart=no",
-        ),
-    ];
+    let server_role = "--toggle-collect=serverCron --collect-atstart=yes --instr-atstart=no";
+    let loader_role = "--toggle-collect=loadAppendOnlyFile* --collect-atstart=no";
+    let roles = [("server", server_role), ("loader", loader_role)];
     let wrapped = roles.map(|(name, collect)| {
         std::fs::write(at(name), script(collect)).expect("write a callgrind script");
         let executable = std::fs::Permissions::from_mode(0o755);
@@ -165,14 +158,15 @@ fn control(dir: &Path, con: &mut Connection, flag: &str) -> String {
     };
     // vgdb, which callgrind_control runs, can hang (once in some 3,000 calls): fail, not wait.
     for step in steps {
-        let mut command = Command::new("timeout");
-        let done = command
+        let command = Command::new("timeout")
             .args(["120", "callgrind_control"])
             .args(step)
             .arg(&pid)
             .output();
-        let done = done.is_ok_and(|out| out.status.success());
-        assert!(done, "callgrind_control {step:?} {pid}");
+        assert!(
+            command.is_ok_and(|out| out.status.success()),
+            "callgrind_control {step:?} {pid}"
+        );
     }
     if flag != "-d" {
         return String::new();
@@ -549,61 +543,53 @@ fn keys_read(calls: &[(String, String, f64)]) -> [f64; 4] {
             _ => None,
         }
     };
-    let inside = shares(calls, &|f| part(f).is_some());
-    let share = |f: &str| match part(f) {
-        Some(_) => 1.0,
-        None => inside.get(f).copied().unwrap_or(0.0),
-    };
-    let mut parts = [0.0; 4];
-    for (caller, callee, cost) in calls {
-        if let (Some(p), None) = (part(callee), part(caller)) {
-            parts[p] += cost * (1.0 - share(caller));
-        }
-    }
     // The filter API: what any command filter that moves a call's arguments pays the server.
     let api = |f: &str| {
         let name = name(f);
         let name = name.trim_start_matches("VM_").trim_start_matches("RM_");
         name.starts_with("CommandFilterArg") || name == "RetainString"
     };
-    let filter = |f: &str| part(f) == Some(0);
-    let in_filter = shares(calls, &filter);
+    let (share, in_filter) = (
+        shares(calls, |f| part(f).is_some()),
+        shares(calls, |f| part(f) == Some(0)),
+    );
+    let mut parts = [0.0; 4];
     for (caller, callee, cost) in calls {
-        let from = if filter(caller) {
-            1.0
-        } else {
-            in_filter.get(caller.as_str()).copied().unwrap_or(0.0)
-        };
-        if api(callee) {
-            parts[3] += cost * from;
+        if let (Some(p), None) = (part(callee), part(caller)) {
+            parts[p] += cost * (1.0 - share(caller));
         }
+        parts[3] += if api(callee) {
+            cost * in_filter(caller)
+        } else {
+            0.0
+        };
     }
     parts
 }
 
-/// The share of each function's instructions that runs inside the functions `within` (with
-/// their callees), from the dump's calls.
-fn shares<'c>(
-    calls: &'c [(String, String, f64)],
-    within: &dyn Fn(&str) -> bool,
-) -> BTreeMap<&'c str, f64> {
+/// The share of each function's instructions that runs inside the functions `within` (all of
+/// theirs) or their callees, from the dump's calls.
+fn shares<'a>(
+    calls: &'a [(String, String, f64)],
+    within: impl Fn(&str) -> bool + 'a,
+) -> impl Fn(&str) -> f64 + 'a {
+    let share = move |inside: &BTreeMap<&str, f64>, f: &str| match within(f) {
+        true => 1.0,
+        false => inside.get(f).copied().unwrap_or(0.0),
+    };
     let mut inside: BTreeMap<&str, f64> = BTreeMap::new();
     for _ in 0..64 {
-        let share = |f: &str| match within(f) {
-            true => 1.0,
-            false => inside.get(f).copied().unwrap_or(0.0),
-        };
         let mut into: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
         for (caller, callee, cost) in calls {
             let sums = into.entry(callee).or_default();
-            *sums = (sums.0 + cost * share(caller), sums.1 + cost);
+            *sums = (sums.0 + cost * share(&inside, caller), sums.1 + cost);
         }
         inside = into
             .into_iter()
             .map(|(f, (i, all))| (f, i / all.max(1.0)))
             .collect();
     }
-    inside
+    move |f| share(&inside, f)
 }
 
 #[cfg(test)]

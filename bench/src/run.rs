@@ -98,15 +98,12 @@ impl Bench {
         &self.servers[setup.server]
     }
 
-    /// The form the module runs in: the setup's, but the built-in's own (NUMKEYS) in the
-    /// instruction bench on a server with a built-in MSETEX, so that the module is compared with
-    /// it call for call (the form typed clients send; the TTL form's getkeys callback is the
-    /// price of its syntax, which the built-in has not).
+    /// The module's form: the setup's, but the built-in's own (NUMKEYS) in the instruction bench
+    /// on a server with a built-in MSETEX, call for call with it, as typed clients send it.
     pub fn form(&self, setup: Setup) -> Form {
-        if self.options.instr && self.server(setup).has_builtin_msetex() {
-            Form::Numkeys
-        } else {
-            setup.form
+        match self.options.instr && self.server(setup).has_builtin_msetex() {
+            true => Form::Numkeys,
+            false => setup.form,
         }
     }
 
@@ -237,9 +234,7 @@ impl Bench {
     pub fn variant_label(&self, setup: Setup, variant: Variant) -> String {
         let name = self.module_name(setup).to_uppercase();
         match variant {
-            Variant::Module if self.form(setup) == Form::Ttl || self.options.instr => {
-                format!("{name} (module)")
-            }
+            Variant::Module if setup.form == Form::Ttl => format!("{name} (module)"),
             Variant::Module => format!("{name} numkeys (module)"),
             Variant::Mset => "MSET (no TTL)".to_owned(),
             Variant::Builtin => "MSETEX (built-in)".to_owned(),
@@ -454,27 +449,32 @@ mod tests {
 
     #[test]
     fn the_command_of_each_variant() {
-        let servers = Box::leak(Box::new([crate::plan::tests::server(
-            Product::Valkey,
-            (9, 1, 2),
-        )]));
+        let valkey = crate::plan::tests::server(Product::Valkey, (9, 1, 2));
+        let servers = Box::leak(Box::new([valkey]));
         let bench = Bench::new(Options::default(), servers, Pinning::Off(String::new()), 0);
         let keys = ["a".to_owned(), "b".to_owned()];
         let command = |setup, v| bench.command(setup, v, &keys, "x").join(" ");
         let (ttl, numkeys) = (crate::plan::setups()[0], crate::plan::setups()[1]);
         assert_eq!(command(ttl, Variant::Module), "msetex.ttl 3600 a x b x");
+        let numkeys_call = "msetex.nk 2 a x b x EX 3600";
+        assert_eq!(command(numkeys, Variant::Module), numkeys_call);
+        // The instruction bench runs the module in the built-in's own form, where there is one.
+        let options = Options {
+            instr: true,
+            ..Options::default()
+        };
+        let instr = Bench::new(options, servers, Pinning::Off(String::new()), 0);
+        let call = instr.command(ttl, Variant::Module, &keys, "x").join(" ");
         assert_eq!(
-            command(numkeys, Variant::Module),
-            "msetex.nk 2 a x b x EX 3600"
+            (call.as_str(), instr.module_name(ttl)),
+            (numkeys_call, "msetex.nk")
         );
         assert_eq!(command(ttl, Variant::Builtin), "MSETEX 2 a x b x EX 3600");
         assert_eq!(command(ttl, Variant::FloorMset), "floor.mset 3600 a x b x");
         assert_eq!(command(ttl, Variant::Setex), "SETEX a 3600 x");
         let sha = redis::Script::new(LUA_LOOP).get_hash().to_owned();
-        assert_eq!(
-            command(ttl, Variant::Lua),
-            format!("EVALSHA {sha} 2 a b x x 3600")
-        );
+        let lua = format!("EVALSHA {sha} 2 a b x x 3600");
+        assert_eq!(command(ttl, Variant::Lua), lua);
     }
 
     #[test]

@@ -359,26 +359,20 @@ mod tests {
         }
         let error = |text| Targets::parse(text).unwrap_err();
         let fields = "expected `<name> <comparison> <value>  # why`, found 2 field(s)";
-        assert_eq!(
-            error("# ok\nname at-most\n"),
-            format!("line 2: {fields} in \"name at-most\"")
-        );
+        let expected = format!("line 2: {fields} in \"name at-most\"");
+        assert_eq!(error("# ok\nname at-most\n"), expected);
         assert_eq!(
             error("\nname below 1\n"),
             "line 2: unknown comparison \"below\" for name (at-most or within)"
         );
         assert!(error("name at-most 1.7x").starts_with("line 1: name: \"1.7x\" is not a value"));
-        assert_eq!(
-            error("a at-most 1\na at-most 2\n"),
-            "line 2: a is already set on line 1"
-        );
+        let twice = "line 2: a is already set on line 1";
+        assert_eq!(error("a at-most 1\na at-most 2\n"), twice);
         let names = [("a", Comparison::AtMost), ("b", Comparison::Within)];
         let check = |text| Targets::parse(text).unwrap().check(&names);
         assert_eq!(check("a at-most 1\nb within 5%\n"), Ok(()));
-        assert_eq!(
-            check("a at-most 1\n"),
-            Err("no target b (expected `b within <value>`)".into())
-        );
+        let missing = "no target b (expected `b within <value>`)";
+        assert_eq!(check("a at-most 1\n"), Err(missing.into()));
         let unknown = "line 3: unknown target c (no row of the report has that name)";
         assert_eq!(
             check("a at-most 1\nb within 5%\nc at-most 2\n"),
@@ -420,9 +414,7 @@ mod tests {
             (floor("redis70", "overwrite"), floor("others", "fresh")),
             (1.24, 1.05)
         );
-        assert_eq!(
-            targets.at_most("every.instructions-cluster.keys/call"),
-            0.05
-        );
+        let keys = targets.at_most("every.instructions-cluster.keys/call");
+        assert_eq!(keys, 0.05);
     }
 }

@@ -71,18 +71,12 @@ impl Instr {
             Over(v) => self.ratio(row, v),
             Applied(v) => applied(v),
             AppliedOver => applied(Variant::Module) / applied(Variant::Setex),
-            Keys => {
+            Keys | KeysBeyondApi => {
+                let api = |k: &[f64; 4]| if figure == Keys { 0.0 } else { k[3] };
                 let keys = self
                     .keys
                     .get(&row)
-                    .map_or(f64::NAN, |k| k[..3].iter().sum());
-                keys / self.count(row, Variant::Module)
-            }
-            KeysBeyondApi => {
-                let keys = self
-                    .keys
-                    .get(&row)
-                    .map_or(f64::NAN, |k| k[..3].iter().sum::<f64>() - k[3]);
+                    .map_or(f64::NAN, |k| k[..3].iter().sum::<f64>() - api(k));
                 keys / self.count(row, Variant::Module)
             }
             Part(i) => self.keys.get(&row).map_or(f64::NAN, |k| k[i]),
@@ -185,16 +179,14 @@ impl Instr {
                 name
             }
         };
+        let applying = "the replica applying MSETEX's stream / SETEX's";
         for (setup, values, part, ratio) in specs {
             let (figure, what) = match (ratio, part) {
                 ("msetex/floor", _) => (Over(None), "MSETEX / floor"),
                 ("msetex/setex", _) => (Over(Some(Variant::Setex)), "MSETEX / pipelined SETEX"),
                 ("module/builtin", _) => (Over(Some(Variant::Builtin)), "module / built-in MSETEX"),
                 ("keys/call", _) => (Keys, "reading and declaring keys / the call"),
-                (_, "-replica") => (
-                    AppliedOver,
-                    "the replica applying MSETEX's stream / SETEX's",
-                ),
+                (_, "-replica") => (AppliedOver, applying),
                 _ => (AppliedOver, "loading MSETEX's AOF / SETEX's"),
             };
             let (batch, label) = match part {
@@ -228,11 +220,8 @@ impl Instr {
                     };
                     let floor = self.figure(Count(None), row) / over;
                     let floor_limit = targets.at_most(&name_of("", "msetex/floor", row.at(plain)));
-                    (
-                        self.figure(figure, row),
-                        limit,
-                        bound(limit, floor, floor_limit),
-                    )
+                    let value = self.figure(figure, row);
+                    (value, limit, bound(limit, floor, floor_limit))
                 };
                 let cells: Vec<_> = rows.iter().map(|row| cell(*row)).collect();
                 let held: Vec<bool> = cells.iter().map(|(f, _, bound)| f <= bound).collect();
@@ -337,8 +326,8 @@ impl Instr {
              - the module: the TTL form (`msetex 3600 k v ...`), but on a server with a built-in \
              MSETEX the built-in's own form (`msetex.nk n k v ... EX 3600`, loaded with `SYNTAX \
              NUMKEYS COMMAND-NAME msetex.nk`), so that the two compare call for call.\n\
-             - ratios: MSETEX's over the row's floor's, pipelined SETEX's or the built-in's. A cell against pipelined SETEX or the built-in holds up \
-             to max(its limit, floor / that yardstick x the floor's target without persistence), \
+             - ratios: MSETEX's over the row's floor's, pipelined SETEX's or the built-in's. A \
+             cell against pipelined SETEX or the built-in holds up to max(its limit, floor / that yardstick x the floor's target without persistence), \
              the bound shown where higher: one rule for the module and its floor. A replica or \
              an AOF load applying MSETEX's stream likewise holds up to max(its limit, the \
              floor's stream applied / SETEX's x that limit): the same commands, which the \
@@ -654,16 +643,12 @@ mod tests {
     #[test]
     fn a_cell_against_the_built_in_is_bound_by_its_floor_not_waived() {
         // floor.events is 1.155 times the built-in: at its target, 1.1, the bound is 1.2705.
-        let (fair, what) = (
-            ["embstr 90"; 4],
-            "no persistence, module / built-in MSETEX, overwrite",
-        );
+        let fair = ["embstr 90"; 4];
+        let what = "no persistence, module / built-in MSETEX, overwrite";
         let bound = "1.200 (bound 1.271)";
         let held = goals([1200.0, 1155.0, 1300.0, 1000.0], fair, what).1;
-        assert_eq!(
-            held,
-            [(format!("{bound} / {bound} / {bound} / {bound}"), true)]
-        );
+        let all = format!("{bound} / {bound} / {bound} / {bound}");
+        assert_eq!(held, [(all, true)]);
         assert!(!goals([1300.0, 1155.0, 1300.0, 1000.0], fair, what).1[0].1);
         // Below the limit's own 1.15, the floor raises nothing.
         let held = goals([1100.0, 1000.0, 1300.0, 1000.0], fair, what).1;
@@ -674,16 +659,12 @@ mod tests {
     fn the_floor_leaves_msetex_s_encoding_and_both_hold_set_ex_s() {
         // MSETEX rewrites in place (raw) where SET leaves embstr: its floor is floor.events,
         // though floor.mset is cheaper; raw within 5% of SET EX's memory holds, beyond it not.
-        let (counts, what) = (
-            [1100.0, 1000.0, 900.0, 1000.0],
-            "hold SET EX's OBJECT ENCODING",
-        );
+        let counts = [1100.0, 1000.0, 900.0, 1000.0];
+        let what = "hold SET EX's OBJECT ENCODING";
         let (instr, held) = goals(counts, ["embstr 90", "raw 92", "raw 92", "embstr 90"], what);
         let row = Setup::plain(0).rows(Values::Small)[0];
-        assert_eq!(
-            (instr.floor(row), instr.ratio(row, None)),
-            (Some(Variant::FloorEvents), 1.1)
-        );
+        let floor = (instr.floor(row), instr.ratio(row, None));
+        assert_eq!(floor, (Some(Variant::FloorEvents), 1.1));
         assert_eq!(held, [("all".into(), true)]);
         let (_, held) = goals(counts, ["embstr 90", "raw 96", "raw 96", "embstr 90"], what);
         let raw = "short keys, 32 B, overwrite, MSETEX: raw 96 (SET EX: embstr 90, +6.7%)";

@@ -11,10 +11,8 @@ pub fn goals(report: &Report, servers: &[Target], targets: &Targets) -> Vec<Goal
     let (main, mut list) = (servers[0].describe(), Vec::new());
     let mut at_most = |what: String, name: &str, ratio: f64, digits: usize| {
         let limit = targets.at_most(name);
-        let (what, measured) = (
-            what.replacen('%', &short(limit), 1),
-            format!("{ratio:.digits$}x"),
-        );
+        let what = what.replacen('%', &short(limit), 1);
+        let measured = format!("{ratio:.digits$}x");
         list.push(Goal::new(&main, &what, name, measured, ratio <= limit));
     };
     // Without persistence, against MSET (integers), the Lua loop and pipelined SETEX.
@@ -41,37 +39,23 @@ pub fn goals(report: &Report, servers: &[Target], targets: &Targets) -> Vec<Goal
     for (values, den, what, name) in dens {
         for row in Setup::plain(0).rows(values) {
             let w = row.workload.label();
-            let (what, name) = (
-                format!("no persistence, {what}, {w}: at most %x"),
-                format!("main.no-persistence{name}.{w}"),
-            );
+            let what = format!("no persistence, {what}, {w}: at most %x");
+            let name = format!("main.no-persistence{name}.{w}");
             at_most(what, &name, report.ratio(row, den), 2);
         }
     }
     let what = "ACL LOAD of 2,000 users with the module: at most %x without".into();
-    at_most(
-        what,
-        "main.acl-load-2000-users.module/without",
-        report.acl_load.ratio,
-        2,
-    );
+    let name = "main.acl-load-2000-users.module/without";
+    at_most(what, name, report.acl_load.ratio, 2);
     // The NUMKEYS form costs what the TTL form costs.
     let mut within = |what: String, name: String, ratio: f64, digits: usize| {
         let tolerance = targets.within(&name);
         let what = what.replacen('%', &format!("{}%", short(tolerance * 100.0)), 1);
-        let (measured, holds) = (
-            format!("{ratio:.digits$}x"),
-            (ratio - 1.0).abs() <= tolerance,
-        );
+        let holds = (ratio - 1.0).abs() <= tolerance;
+        let measured = format!("{ratio:.digits$}x");
         list.push(Goal::new(&main, &what, &name, measured, holds));
     };
-    let part = |values| {
-        if values == Values::Integer {
-            ".integer"
-        } else {
-            ""
-        }
-    };
+    let part = |v| if v == Values::Integer { ".integer" } else { "" };
     for (values, workload) in [Values::Small, Values::Integer]
         .into_iter()
         .flat_map(|v| Workload::BOTH.map(|w| (v, w)))
@@ -84,22 +68,14 @@ pub fn goals(report: &Report, servers: &[Target], targets: &Targets) -> Vec<Goal
         let name = format!("main.no-persistence{}.numkeys/ttl.{w}", part(values));
         within(what, name, ratio.unwrap_or(f64::NAN), 2);
     }
-    let (limit, failed) = (
-        targets.at_most("failed-calls-and-runs"),
-        report.failed_calls,
-    );
+    let name = "failed-calls-and-runs";
+    let (limit, failed) = (targets.at_most(name), report.failed_calls);
     let what = match limit == 0.0 {
         true => "zero failed calls or runs".into(),
         false => format!("at most {} failed calls or runs", short(limit)),
     };
     let (measured, holds) = (failed.to_string(), failed as f64 <= limit);
-    list.push(Goal::new(
-        "",
-        &what,
-        "failed-calls-and-runs",
-        measured,
-        holds,
-    ));
+    list.push(Goal::new("", &what, name, measured, holds));
     list
 }
 

@@ -61,41 +61,28 @@ impl Report {
                     bench.describe_setup(row.setup)
                 );
             }
+            let (w, v) = (row.workload.label(), row.values.label());
+            let label = bench.variant_label(row.setup, *variant);
+            let nan = |figure: Option<&f64>| figure.copied().unwrap_or(f64::NAN);
+            let rate = nan(self.rate_ratios.get(&(*row, *variant)));
+            let ratio = nan(self.ratios.get(&(*row, *variant, Variant::Mset)));
+            let (s, batch) = (sample, row.batch);
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {:.0} | {:.2}x | {:.3} | {:.3} | {:.2}x | {:.3} | {:.3} | {} |",
-                row.workload.label(),
-                row.values.label(),
-                row.batch,
-                bench.variant_label(row.setup, *variant),
-                sample.keys_per_sec,
-                self.rate_ratios
-                    .get(&(*row, *variant))
-                    .copied()
-                    .unwrap_or(f64::NAN),
-                sample.server_us_per_key,
-                sample.cpu_us_per_key,
-                self.ratios
-                    .get(&(*row, *variant, Variant::Mset))
-                    .copied()
-                    .unwrap_or(f64::NAN),
-                sample.p50_ms,
-                sample.p99_ms,
-                sample.failed
+                "| {w} | {v} | {batch} | {label} | {:.0} | {rate:.2}x | {:.3} | {:.3} | {ratio:.2}x | {:.3} | {:.3} | {} |",
+                s.keys_per_sec, s.server_us_per_key, s.cpu_us_per_key, s.p50_ms, s.p99_ms, s.failed
             );
         }
     }
 
     fn acl_load_markdown(&self, bench: &Bench, md: &mut String) {
         let acl = &self.acl_load;
+        let server = bench.servers[0].describe();
         let _ = writeln!(
             md,
-            "\n## ACL LOAD of 2,000 users on {}\n\n| with the module | without | ratio |\n\
+            "\n## ACL LOAD of 2,000 users on {server}\n\n| with the module | without | ratio |\n\
              | ---: | ---: | ---: |\n| {:.2} ms | {:.2} ms | {:.2} |",
-            bench.servers[0].describe(),
-            acl.with_ms,
-            acl.without_ms,
-            acl.ratio
+            acl.with_ms, acl.without_ms, acl.ratio
         );
     }
 }

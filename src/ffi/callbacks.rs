@@ -278,8 +278,7 @@ pub(super) unsafe extern "C" fn command_filter<H: Hooks>(
             .iter()
             .map(|change| filter.prepare(&change.with))
             .collect();
-        let mut kept = Vec::with_capacity(to_hold.count);
-        let kept = filter.retain(to_hold, &mut kept).map(|()| kept);
+        let kept = filter.prepare(&[Piece::Sent(to_hold)]);
         let (Some(prepared), Some(kept)) = (prepared, kept) else {
             return refuse();
         };
